@@ -815,6 +815,20 @@ PROGRAMS_AG37 = [
 ]
 PROGRAMS_B += PROGRAMS_AG37
 
+# set AJ38: reductions, scans, sorting and counting as data and metrics code uses them (on
+# float, int, bool and half inputs with NaN/inf, ties, empty and 0-d inputs, with their
+# gradients, layouts and errors); torch.nn.functional's argument variants as vision and NLP
+# code passes them (interpolate, pad, fold, embedding, the losses, grid_sample, dropout)
+PROGRAMS_AJ38 = [
+    # every line: values, dtypes, gradients, strides and error messages are PyTorch's
+    Program("reductions_scans_tour.py", same=r"^", long=True),
+    # every line within float32 rounding, but bicubic grid_sample's gradient with respect to
+    # the grid: sums of cancelling taps, in another order than ATen's
+    Program("functional_variants.py", close=r"^(?!grid_sample bicubic \w+ ac=\w+ grad 1 )",
+            skeleton=r"^grid_sample bicubic \w+ ac=\w+ grad 1 ", long=True),
+]
+PROGRAMS_B += PROGRAMS_AJ38
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

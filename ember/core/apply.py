@@ -21,7 +21,7 @@ from ember.core import forward_ad as fw
 from ember.core import graph
 from ember.core.dispatch import run
 from ember.core.grad_mode import state
-from ember.core.graph import Node, SavedTensor, default_label, edge_of
+from ember.core.graph import Node, SavedTensor, default_label, edge_of, node_name
 from ember.core.opdef import Kind, Op
 from ember.core.tensor import Tensor
 
@@ -191,7 +191,7 @@ class DeclaredNode(Node):
         self.wraps = wraps  # whether it kept a number as PyTorch's saved tensor
 
     def name(self) -> str:
-        return self.label
+        return node_name(self.label)
 
     def release(self) -> None:
         if self._saved or self.wraps:

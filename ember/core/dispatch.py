@@ -78,7 +78,13 @@ def check_dtype(op: str, backend: Backend, d: _dt.dtype, device: Device) -> None
 # without a device suffix (pow's message says "pow")
 KERNEL_NAMES: dict[str, str | None] = {
     "floor_divide": "div_floor", "bitwise_left_shift": "lshift",
-    "bitwise_right_shift": "rshift", "pow": None}
+    "bitwise_right_shift": "rshift", "pow": None, "unique": None}
+
+# the CPU kernels that refuse a complex tensor in their own words (a RuntimeError), not
+# with the dispatch macro's "not implemented for"
+COMPLEX_REFUSALS = {"sort": " Sort does not support complex dtypes on CPU",
+                    "topk": " topk does not support complex dtypes on CPU"}
+COMPLEX_REFUSALS.update(argsort=COMPLEX_REFUSALS["sort"], msort=COMPLEX_REFUSALS["sort"])
 
 
 def kernel_name(op: str, device: str = "cpu") -> str:
@@ -88,12 +94,16 @@ def kernel_name(op: str, device: str = "cpu") -> str:
     return op if name is None else f"{name}_{device}"
 
 
-def not_implemented_for(op: str, x: Any, dtype: Any = None) -> NotImplementedError:
+def not_implemented_for(op: str, x: Any, dtype: Any = None) -> RuntimeError:
     """PyTorch's error for a dtype an op's kernel lacks: `"clamp_cpu" not implemented for
-    'ComplexFloat'` (a NotImplementedError, which is a RuntimeError's kin in PyTorch);
+    'ComplexFloat'` (a NotImplementedError, which is a RuntimeError's kin in PyTorch;
+    COMPLEX_REFUSALS: a kernel's own words for a complex tensor on the CPU);
     `dtype`: the dtype named, when not tensor `x`'s; `x` a number: the CPU's kernel."""
     device = x._device.type if isinstance(x, Tensor) else "cpu"
-    return kernel_refuses(kernel_name(op, device), dtype or x._dtype)
+    d = dtype or x._dtype
+    if d.is_complex and device == "cpu" and op in COMPLEX_REFUSALS:
+        return RuntimeError(COMPLEX_REFUSALS[op])
+    return kernel_refuses(kernel_name(op, device), d)
 
 
 def kernel_refuses(kernel: str, d: _dt.dtype) -> NotImplementedError:

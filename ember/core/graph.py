@@ -226,6 +226,16 @@ def labelled(label: str | Callable[..., str | None], fn: Callable) -> Callable:
 NODE_HOOKS = -1  # the key of `Node.pre_hooks` whose hooks see all of the node's gradients
 
 
+# the nodes PyTorch writes by hand in C++ (not generated from derivatives.yaml): their
+# name() is the C++ path (`torch::autograd::CopySlices`), their class name the bare one
+_CPP_NODES = frozenset({"CopySlices"})
+
+
+def node_name(label: str) -> str:
+    """What `grad_fn.name()` gives for a node labelled `label`."""
+    return f"{dtype.API_NAME}::autograd::{label}" if label in _CPP_NODES else label
+
+
 class Node:
     """A recorded operation: maps output gradients to input gradients."""
 
@@ -299,7 +309,7 @@ class Node:
         return RemovableHandle.of_list_entry(hooks, hook)
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return f"<{self.name().rsplit('::', 1)[-1]} object at {id(self):#x}>"
 
 
 class ShownNode(Node):
@@ -314,7 +324,7 @@ class ShownNode(Node):
         self.label = label
 
     def name(self) -> str:
-        return self.label
+        return node_name(self.label)
 
     def apply(self, grads: list) -> Sequence[Any]:
         raise RuntimeError(f"{self.label} is shown in the graph, not run")
@@ -333,7 +343,7 @@ class FnNode(Node):
         self.n_outputs = n_outputs
 
     def name(self) -> str:
-        return self.label
+        return node_name(self.label)
 
     def apply(self, grads):
         # a node that saved tensors raises through `saved_tensors` once freed

@@ -357,7 +357,7 @@ def _pad_indices(n: int, left: int, right: int, mode: str, dim: int, input: Tens
         crop_left, crop_right = max(-left, 0), max(-right, 0)
         kept = n - crop_left - crop_right
         return [crop_left + i % kept for i in range(-max(left, 0), kept + max(right, 0))]
-    raise NotImplementedError(f"Unsupported padding mode: {mode}")
+    raise NotImplementedError(f"Unrecognised padding mode {mode}")
 
 
 def _float32_under_cpu_autocast(mode: str, n_pad: int, input: Tensor) -> bool:
@@ -392,7 +392,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if mode not in ("reflect", "replicate", "circular"):
-        raise NotImplementedError(f"Unsupported padding mode: {mode}")
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
     n_pad = len(pad) // 2
     if n_pad not in (1, 2, 3) or input.ndim not in (n_pad + 1, n_pad + 2):
         # torch's rule: padding k trailing dims needs a (k+1)- or (k+2)-D input
@@ -485,6 +485,19 @@ def _check_spatial_count(in_sizes: list, size: Any, scale_factor: Any) -> None:
                              f"(N, C, d1, d2, ...,dK) format and {form} format.")
 
 
+def _check_resampled_sizes(in_sizes: list[int], out_sizes: list[int]) -> None:
+    """PyTorch's upsampling kernels' refusal of an empty input or output (a scale_factor
+    or size that gives no elements)."""
+    if min(in_sizes) > 0 and min(out_sizes) > 0:
+        return
+    names = ("D", "H", "W")[-len(in_sizes):]
+    shown = [", ".join(f"{n}: {v}" for n, v in zip(names, sizes))
+             for sizes in (in_sizes, out_sizes)]
+    joint = " and output" if len(in_sizes) == 1 else " output"  # (its 1-d check's words)
+    raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                       f"({shown[0]}){joint} ({shown[1]})")
+
+
 _MODE_DIMS = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "area": (3, 4, 5),
               "linear": (3,), "bilinear": (4,), "bicubic": (4,), "trilinear": (5,),
               "lanczos": (4,)}
@@ -550,6 +563,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         factors = [float(f) for f in _pair(scale_factor, spatial)]
         out_sizes = [int(math.floor(n * f)) for n, f in zip(in_sizes, factors)]
         scales = [None] * spatial if recompute_scale_factor else factors
+    if mode != "area":  # (adaptive pooling's own checks)
+        _check_resampled_sizes(in_sizes, out_sizes)
     _refuse_interpolate_dtype(input, mode, antialias)
     if mode == "area":
         if spatial == 2:
@@ -791,7 +806,7 @@ def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,
              mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
     r"""Deprecated alias of :func:`interpolate` (warns as PyTorch does)."""
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
-                  "instead.", stacklevel=2)
+                  "instead.", stacklevel=_user_stacklevel())
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -1111,11 +1126,28 @@ def _kept(input: Tensor, p: float, mask_shape: tuple) -> Tensor:
     return noise.bernoulli_(1.0 - p)
 
 
+def _dropped(input: Tensor) -> Tensor:
+    """Everything dropped (p = 1): zeros of the input's dtype, as PyTorch's `input * 0`
+    of a zero of that dtype."""
+    return input * ember.zeros((), dtype=input.dtype, device=input.device)
+
+
+def _refuse_integral_noise(input: Tensor, p: float, mask_shape: tuple) -> None:
+    """PyTorch scales its noise (drawn in the input's dtype) by 1 / (1 - p) in place: an
+    integer or bool input cannot take the float result, refused once the noise is drawn
+    (so the random stream moves on as PyTorch's does)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        _kept(input, p, mask_shape)
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_dt.SCALAR_TYPE_NAMES[input.dtype.name]}")
+
+
 def _dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
                              inplace: bool) -> Tensor:
     if p == 1.0:
-        out = input * 0.0
+        out = _dropped(input)
     else:
+        _refuse_integral_noise(input, p, mask_shape)
         scale = _kept(input, p, mask_shape) / (1.0 - p)  # PyTorch's noise.div_(1 - p)
         if inplace:
             return _inplace_apply(input, lambda x: x * scale)
@@ -1210,8 +1242,6 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     _check_p(p)
     if not training or p == 0.0:
         return input
-    if p == 1.0:
-        return input * 0.0
     return _alpha_dropout_with_mask_shape(input, p, tuple(input.shape), inplace)
 
 
@@ -1513,10 +1543,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     r"""Cosine similarity along ``dim``:
     :math:`\frac{x_1 \cdot x_2}{\max(\|x_1\|, \epsilon) \max(\|x_2\|, \epsilon)}`."""
     common = ember.promote_types(x1.dtype, x2.dtype)
-    if common.is_complex:  # PyTorch's kernel takes real floating tensors only
-        word = "ComplexFloat" if common is ember.complex64 else "ComplexDouble"
+    if not common.is_floating_point:  # PyTorch's kernel takes real floating tensors only
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
-                           f"{word}")
+                           f"{_dt.SCALAR_TYPE_NAMES[common.name]}")
     x1, x2 = ember.broadcast_tensors(x1, x2)
     n1 = ember.norm(x1, 2, dim, keepdim=True).clamp_min(eps)
     n2 = ember.norm(x2, 2, dim, keepdim=True).clamp_min(eps)
@@ -1800,8 +1829,9 @@ def _alpha_dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
     """PyTorch's alpha dropout: dropped values become SELU's negative saturation, then an
     affine map restores the mean and variance; the mask has `mask_shape` (broadcast)."""
     if p == 1.0:
-        out = input * 0.0
+        out = _dropped(input)
         return input.copy_(out) if inplace else out
+    _refuse_integral_noise(input, p, mask_shape)
     alpha = _SELU_ALPHA * _SELU_SCALE
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
     keep = _kept(input, p, mask_shape)

@@ -24,7 +24,7 @@ from ember.core.apply import record_grad
 from ember.core.creation import full as _full
 from ember.core.creation import zeros_like
 from ember.core.declare import composite, fused_kernel
-from ember.core.dispatch import not_implemented_for, run_fused
+from ember.core.dispatch import check_castable, not_implemented_for, run_fused
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
@@ -149,6 +149,14 @@ def _refuse_complex(kernel: str, *tensors: Tensor) -> None:
             raise not_implemented_for(kernel, x)
 
 
+def _refuse_integral(kernel: str, input: Tensor, target: Tensor) -> None:
+    """PyTorch's mse, smooth L1 and Huber kernels are built for floating dtypes only: an
+    integer or bool common dtype of input and target is refused, naming the kernel."""
+    common = dt.promote_types(input.dtype, target.dtype)
+    if not (common.is_floating_point or common.is_complex):
+        raise not_implemented_for(kernel, input, common)
+
+
 def _numeric_target(input: Tensor, target: Tensor) -> Tensor:
     """A bool target as the input's dtype: PyTorch's mse, smooth L1 and Huber kernels
     promote it (their `input - target` is not the `-` operator, which refuses bool)."""
@@ -175,6 +183,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              weight: Tensor | None = None) -> Tensor:
     r"""Mean squared error: :math:`(x - y)^2`, reduced."""
     _refuse_complex("mse", input, target)
+    _refuse_integral("mse", input, target)
     _target_size_check(input, target)
     target = _numeric_target(input, target)
     reduction = _reduction_arg(size_average, reduce, reduction)
@@ -240,6 +249,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0.0:  # PyTorch's l1_loss then
         return _reduce(E.abs(input - target), reduction)
+    _refuse_integral("smooth_l1", input, target)
     with no_grad():  # one node, PyTorch's SmoothL1LossBackward0
         diff = input - target
         ad = E.abs(diff)
@@ -261,6 +271,10 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
                weight: Tensor | None = None) -> Tensor:
     r""":math:`0.5 d^2` where :math:`|d| < \delta`, else :math:`\delta(|d| - 0.5\delta)`."""
     _refuse_complex("huber", input, target)
+    _refuse_integral("huber", input, target)
+    # (its kernel writes into a tensor of the input's dtype: an integer input refuses the
+    # float result)
+    check_castable("huber_loss", dt.promote_types(input.dtype, target.dtype), input.dtype)
     _target_size_check(input, target)
     target = _numeric_target(input, target)
     _check_reduction(reduction)
@@ -511,7 +525,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                            f"{label_smoothing:g}")  # (a C++ double, as PyTorch prints it)
     class_dim = 0 if input.ndim == 1 else 1
     if target.dtype.is_floating_point and target.shape == input.shape:
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
         return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        log_softmax(input, class_dim)  # (refuses it as PyTorch's does: no integer kernel)
     # (half floats: PyTorch's log_softmax then nll_loss, which round in their own ways)
     if weight is None and label_smoothing == 0.0 and input.ndim == 2 and target.ndim == 1 \
             and target.shape[0] == input.shape[0] and target.dtype is dt.int64 \
@@ -883,7 +901,11 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
         negative = bool((var < 0).any())
     if negative:
         raise ValueError("var has negative entry/entries")
-    var = var.clamp(min=eps)
+    # clamped in place without autograd, as PyTorch's: the gradient flows to every var,
+    # those below eps too (as if not clamped)
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
     diff = input - target
     loss = (E.log(var) + diff * diff / var) * 0.5
     if full:
@@ -926,6 +948,12 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     r""":math:`1 - \cos(x_1, x_2)` where :math:`y = 1`, :math:`\max(0, \cos - margin)`
     where :math:`y = -1`."""
     reduction = _reduction_arg(size_average, reduce, reduction)
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.ndim != target.ndim + 1 or input2.ndim != target.ndim + 1:
+        raise RuntimeError(f"{target.ndim}D target tensor expects {target.ndim + 1}D input "
+                           f"tensors, but found inputs with sizes {list(input1.shape)} and "
+                           f"{list(input2.shape)}.")
     eps = 1e-12
     dim = input1.ndim - 1
     prod = (input1 * input2).sum(dim)
@@ -945,6 +973,10 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     r""":math:`\max(d(a, p) - d(a, n) + margin, 0)` with the pairwise ``p``-distance."""
     reduction = _reduction_arg(size_average, reduce, reduction)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {anchor.ndim}D, "
+                           f"positive {positive.ndim}D, and negative {negative.ndim}D inputs")
     d_pos = _pairwise_distance(anchor, positive, p, eps)
     d_neg = _pairwise_distance(anchor, negative, p, eps)
     if swap:

@@ -223,6 +223,8 @@ def constant_pad_nd(input: Tensor, pad: Sequence[int], value: Any = 0.0) -> Tens
     pairs = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if any(s + min(a, 0) + min(b, 0) < 0 for (a, b), s in zip(pairs, input.shape)):
+        raise RuntimeError("narrow(): length must be non-negative.")  # (PyTorch's crop)
     if any(a < 0 or b < 0 for a, b in pairs):  # crop first, then pad what is positive
         key = tuple(slice(-a if a < 0 else 0, s + b if b < 0 else s)
                     for (a, b), s in zip(pairs, input.shape))

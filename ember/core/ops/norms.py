@@ -8,6 +8,7 @@ reductions, so they run on every backend and differentiate through their parts.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from typing import Any
 
@@ -15,6 +16,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.declare import composite, write_out
 from ember.core.dispatch import kernel_refuses
+from ember.core.errors import ArgumentTypeError
 from ember.core.host import dtype_arg
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import where
@@ -68,7 +70,7 @@ def _vector_norm(x: Tensor, ord: Any, dims: Any, keepdim: bool) -> Tensor:
     if ord == -math.inf:
         return x.abs().amin(dims if dims is not None else tuple(range(x.ndim)), keepdim)
     if ord == 0:
-        return (x != 0).to(x.dtype).sum(dims, keepdim)
+        return x.norm(0, dims, keepdim)
     if ord == 1:
         return x.abs().sum(dims, keepdim)
     return (x.abs() ** ord).sum(dims, keepdim) ** (1.0 / ord)
@@ -86,8 +88,8 @@ def linalg_vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool =
         x = x.abs() if dtype is None else x.to(dtype_arg(dtype, "linalg_vector_norm")).abs()
         dtype = None
     x = _float_input("linalg.vector_norm", x, dtype)
-    if isinstance(ord, str) or isinstance(ord, bool):
-        raise RuntimeError(f"linalg.vector_norm: Expected a number for ord, got {ord!r}")
+    if not isinstance(ord, (numbers.Real, Tensor)):  # (its parser: a bool is a Number)
+        raise ArgumentTypeError("linalg_vector_norm", "ord", 1, "Number", ord)
     if isinstance(dim, int):
         dim = (dim,)
     if ord in (math.inf, -math.inf) and x.numel() == 0 and (

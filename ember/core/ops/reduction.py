@@ -34,6 +34,7 @@ from ember.core.errors import (
     type_name,
     with_context,
 )
+from ember.core.function import Function, as_kernel
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -133,8 +134,9 @@ def check_bool(op: str, name: str, value: Any, position: int,
 
 def _got(args: tuple, kwargs: dict) -> str:
     """The arguments' types as PyTorch's "invalid combination" lists them."""
-    return ", ".join([type_name(a) if not isinstance(a, Tensor) else "Tensor" for a in args]
-                     + [f"{k}={type_name(v)}" for k, v in kwargs.items()])
+    def name(a: Any) -> str:
+        return "Tensor" if isinstance(a, Tensor) else type_name(a)
+    return ", ".join([name(a) for a in args] + [f"{k}={name(v)}" for k, v in kwargs.items()])
 
 
 def _mean_function_error(args: tuple, kwargs: dict) -> TypeError | None:
@@ -749,6 +751,20 @@ def _norm2_grad(grad, input, result, dims, keepdim):
     return expand_back(grad, shape, dims, keepdim) * scale
 
 
+@as_kernel("LinalgVectorNormBackward0", 1)
+class _CountNorm(Function):
+    """The 0-"norm" (the count of non-zeros): PyTorch records its node, whose gradient is
+    undefined (the input's `.grad` stays None), not a graph that ends before it."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, dims: Any, keepdim: bool) -> Tensor:
+        return sum(to_dtype(x != 0, x.dtype), dims, keepdim)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[None, None, None]:
+        return None, None, None
+
+
 @composite(complex=True, node_label="LinalgVectorNormBackward0",
            precision=P.FLOAT32, cost=costs.reduction(2),
            grad=Grad(input=_norm2_grad))
@@ -780,7 +796,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if p == 1:
         return sum(input.abs(), dims, keepdim)
     if p == 0:
-        return sum(to_dtype(input != 0, input.dtype), dims, keepdim)
+        return _CountNorm.apply(input, dims, keepdim)
     if isinstance(p, str):  # "nuc" (or a bad order): a matrix norm over `dim`, all when None
         matrix_norm = OPS["linalg_matrix_norm"].fn  # (by name: norms.py imports this module)
         if dims is None:  # (PyTorch refuses a bad order before it looks at the dimensions)
@@ -881,10 +897,13 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     if not input._dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {SCALAR_TYPE_NAMES[input.dtype.name]}")
-    if p < 0:
-        raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
-        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           "dimensions")
     d = normalize_dim("renorm", dim, input.ndim)
     others = tuple(i for i in range(input.ndim) if i != d)
     n = norm(input, p, others, keepdim=True) if others else input.abs()

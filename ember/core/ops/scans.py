@@ -17,11 +17,12 @@ from ember.core import dtype as dt
 from ember.core.creation import arange, full
 from ember.core.declare import composite
 from ember.core.dispatch import kernel_refuses, refuse_unsigned
+from ember.core.errors import as_overload_check, invalid_combination
 from ember.core.grad_mode import no_grad
 from ember.core.host import dtype_arg
 from ember.core.ops.elementwise import logaddexp, to_dtype, where
 from ember.core.ops.indexing import gather_in_bounds, narrow
-from ember.core.ops.reduction import in_float32
+from ember.core.ops.reduction import _got, in_float32
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, reshape
 from ember.core.return_types import return_type
@@ -203,9 +204,30 @@ def _trapezoid_label(y: Tensor, x: Tensor | None = None, **kwargs: Any) -> str:
     return "DivBackward1" if x is not None else "MulBackward1"
 
 
-@composite(complex=True, variants="function", cost=costs.reduction(3),
-           node_label=_trapezoid_label)
-def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+# PyTorch's overloads of trapezoid and cumulative_trapezoid: points `x` or a spacing `dx`,
+# never both (trapz lists them the other way round, with a float dx)
+_SPACING_SIGNATURES = ("(Tensor y, Tensor x, *, int dim = -1)",
+                       "(Tensor y, *, Number dx = 1, int dim = -1)")
+
+
+def _spacing_overloads(op: str, signatures: tuple[str, ...] = _SPACING_SIGNATURES
+                       ) -> Callable[[Callable], Callable]:
+    """`fn` behind PyTorch's overload match of `op`: `x` a tensor, or a `dx` that is
+    not None, not both (its parser lists the keywords it was given last first)."""
+    def wrap(fn: Callable) -> Callable:
+        def checked(y: Any, *args: Any, **kwargs: Any) -> Any:
+            has_x = bool(args) or "x" in kwargs
+            x = args[0] if args else kwargs.get("x")
+            if len(args) > 1 or (has_x and (not isinstance(x, Tensor) or "dx" in kwargs)) \
+                    or ("dx" in kwargs and kwargs["dx"] is None):
+                raise invalid_combination(op, _got((y, *args), dict(reversed(kwargs.items()))),
+                                          signatures)
+            return fn(y, *args, **kwargs)
+        return as_overload_check(checked, fn)
+    return wrap
+
+
+def _trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The integral of `y` along `dim` by the trapezoidal rule, at points `x` (or evenly
     spaced `dx` apart, 1 by default)."""
     pairs, d = _neighbour_sums("trapezoid", y, dim)
@@ -215,16 +237,27 @@ def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = 
     return sum_(pairs * _spacing("trapezoid", y, x, dx, d), d) / 2.0
 
 
-@composite(complex=True, variants="function", cost=costs.reduction(3),
-           node_label=_trapezoid_label)
-def trapz(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+_trapezoid.__name__ = _trapezoid.__qualname__ = "trapezoid"
+trapezoid = composite(complex=True, variants="function", cost=costs.reduction(3),
+                      node_label=_trapezoid_label)(_spacing_overloads("trapezoid")(_trapezoid))
+
+
+def _trapz(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """`trapezoid` (its older name)."""
-    return trapezoid(y, x, dx=dx, dim=dim)
+    return _trapezoid(y, x, dx=dx, dim=dim)
+
+
+_trapz.__name__ = _trapz.__qualname__ = "trapz"
+trapz = composite(complex=True, variants="function", cost=costs.reduction(3),
+                  node_label=_trapezoid_label)(_spacing_overloads(
+                      "trapz", ("(Tensor y, *, float dx = 1, int dim = -1)",
+                                "(Tensor y, Tensor x, *, int dim = -1)"))(_trapz))
 
 
 @composite(complex=True, variants="function", cost=costs.reduction(3),
            node_label=lambda y, x=None, **kwargs:
            "DivBackward1" if x is not None else "CumsumBackward0")
+@_spacing_overloads("cumulative_trapezoid")
 def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None,
                          dim: int = -1) -> Tensor:
     """The running integral of `y` along `dim` by the trapezoidal rule (one element

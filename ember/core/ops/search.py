@@ -16,7 +16,8 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import full, linspace, ones, zeros
 from ember.core.declare import composite, fused_kernel
-from ember.core.dispatch import kernel_refuses, refuse_unsigned, run_fused
+from ember.core.dispatch import kernel_refuses, refuse_unsigned, run_fused, user_stacklevel
+from ember.core.errors import warn_once
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
@@ -84,6 +85,13 @@ def _search(op: str, seq: Tensor, values: Any, right: bool, out_int32: bool,
             raise RuntimeError(f"{op}(): boundary and sorter must have the same size, but got "
                                f"boundary tensor {fmt_shape(seq.shape)}and got sorter tensor "
                                f"{fmt_shape(sorter.shape)}")
+    for name, t in (("boundary", seq), ("input value", values), ("sorter", sorter)):
+        if t is not None and not t.is_contiguous():  # (bucketize's words are these too)
+            warn_once(f"torch.searchsorted(): {name} tensor is non-contiguous, this will lower "
+                      "the performance due to extra data copy when converting non-contiguous "
+                      f"tensor to contiguous, please use contiguous {name} tensor if possible. "
+                      "This message will only appear once per program.",
+                      stacklevel=user_stacklevel())
     with no_grad():
         if seq.ndim != 1 and values.ndim == 0:
             out = values.long()
@@ -300,14 +308,20 @@ def _bin_index(x: Tensor, edges: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _outer_edges(op: str, x: Tensor, lo: Any, hi: Any, widen: float,
-                 empty: tuple[float, float]) -> tuple[float, float]:
+                 empty: tuple[float, float], dim: int | None = None) -> tuple[float, float]:
     """The first and last edge: `lo` and `hi`, else the data's range (`empty` when there
-    is no data), widened by `widen` either way when it is a single point."""
+    is no data), widened by `widen` either way when it is a single point. `dim`: the
+    histogramdd dimension they are for (its messages name it; histogram's are its);
+    None: histc's messages."""
+    if lo is not None and hi is not None and dim is not None and float(lo) > float(hi):
+        raise RuntimeError(f"{op}: min should not exceed max, but got min {float(lo):g} max "
+                           f"{float(hi):g} for dimension {dim}")
     if lo is None or hi is None or lo == hi:
         lo, hi = (float(amin(x).item()), float(amax(x).item())) if x.numel() else empty
     lo, hi = float(lo), float(hi)
     if lo != lo or hi != hi or abs(lo) == float("inf") or abs(hi) == float("inf"):
-        raise RuntimeError(f"{op}: range of [{lo}, {hi}] is not finite")
+        where_ = "range of" if dim is None else f"dimension {dim}'s range"
+        raise RuntimeError(f"{op}: {where_} [{lo:g}, {hi:g}] is not finite")
     if lo > hi:
         raise RuntimeError(f"{op}: max must be larger than min")
     if lo == hi:
@@ -360,9 +374,9 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None,  # noqa: A00
             if bins <= 0:
                 raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
                                    f"dimension 0")
-            lo, hi = _outer_edges("torch.histogram", input,
+            lo, hi = _outer_edges("torch.histogramdd", input,
                                   *(range if range is not None else (None, None)), 0.5,
-                                  (0.0, 1.0))
+                                  (0.0, 1.0), dim=0)
             edges = linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device)
         w = None if weight is None else reshape(weight, (-1,))
         hist = _count(reshape(input, (-1,)), edges, w) if edges.shape[0] > 1 else \
@@ -406,7 +420,7 @@ def histogramdd(input: Tensor, bins: Any, *, range: Any = None,  # noqa: A002
                                        f"dimension {k}")
                 lo, hi = _outer_edges("torch.histogramdd", column, *(
                     range[2 * k:2 * k + 2] if range is not None else (None, None)), 0.5,
-                    (0.0, 1.0))
+                    (0.0, 1.0), dim=k)
                 e = linspace(lo, hi, b + 1, dtype=input.dtype, device=input.device)
             edges.append(e)
             sizes.append(e.shape[0] - 1)
