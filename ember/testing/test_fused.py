@@ -153,6 +153,18 @@ def _searchsorted(device: ember.device) -> Results:
             "bucketize": ember.bucketize(v, s, out_int32=True)}
 
 
+def _bincount(device: ember.device) -> Results:
+    rng = np.random.default_rng(1)
+    x = S.on(device, rng.integers(0, 7, 40))
+    w = rng.uniform(-2, 2, 40)
+    w[3], w[9] = np.nan, np.inf
+    return {"counts": ember.bincount(x), "minlength": ember.bincount(x[:5], minlength=9),
+            "empty": ember.bincount(x[:0], minlength=2),
+            "float32": ember.bincount(x, S.on(device, w.astype(np.float32))),
+            "float64": ember.bincount(x, S.on(device, w)),
+            "int32 weights": ember.bincount(x.int(), S.on(device, np.arange(40, dtype=np.int32)))}
+
+
 def _mode_index(device: ember.device) -> Results:
     # enough elements (2048) for a kernel that waits for a size; many ties where the
     # decomposition emulates PyTorch's CPU order of them (on the CPU), else distinct keys
@@ -304,6 +316,8 @@ CASES: dict[str, FusedCase] = {
     "max_min_dim": FusedCase(_max_min_dim),
     "searchsorted": FusedCase(_searchsorted),
     "mode_index": FusedCase(_mode_index),
+    "bincount": FusedCase(_bincount),
+    "bincount_weighted": FusedCase(_bincount),
     "pytorch_normal_fill16": FusedCase(_random_draws),
     "pytorch_randperm_shuffle": FusedCase(_random_draws),
     "softmax": _softmax("softmax"),

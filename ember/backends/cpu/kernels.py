@@ -357,6 +357,30 @@ def _searchsorted(seq, values, right=False):
 
 KERNELS["searchsorted"] = _searchsorted
 
+
+def _bincount(x, minlength=0):
+    """The fused `bincount`: NumPy's (None where `x` holds a negative value)."""
+    if x.size and x.min() < 0:
+        return None
+    return np.bincount(x, minlength=minlength).astype(np.int64, copy=False)
+
+
+def _bincount_weighted(weights, x, minlength=0):
+    """The fused `bincount_weighted`: a sequential scatter-add in `weights`' dtype (as
+    scatter_add's `ufunc.at`: NumPy's bincount would sum float32 weights in float64);
+    None where `x` holds a negative value."""
+    if x.size and x.min() < 0:
+        return None
+    if weights.dtype == np.float64:  # (its sum from 0.0 in the order of `x`)
+        return np.bincount(x, weights, minlength=minlength)
+    out = np.zeros(max(minlength, int(x.max()) + 1 if x.size else 0), dtype=weights.dtype)
+    np.add.at(out, x, weights)
+    return out
+
+
+KERNELS["bincount"] = _bincount
+KERNELS["bincount_weighted"] = _bincount_weighted
+
 # numba-compiled loops where they beat NumPy (compiled.py says where; numba loads lazily)
 KERNELS.update({op: compiled.unary(op, KERNELS[op]) for op in ("sigmoid", "tanh", "exp")})
 KERNELS.update({op: compiled.backward(op, KERNELS[op])

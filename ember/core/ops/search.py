@@ -18,6 +18,7 @@ from ember.core.creation import full, linspace, ones, zeros
 from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import kernel_refuses, refuse_unsigned, run_fused
 from ember.core.grad_mode import no_grad
+from ember.core.graph import record
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
     SCALAR_TYPE_NAMES,
@@ -265,7 +266,8 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
 # -- counting -------------------------------------------------------------------------
 
 
-@composite(variants="function method", cost=costs.movement)
+@composite(variants="function method", cost=costs.movement,
+           fused=("bincount", "bincount_weighted"))
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How many times each non-negative integer occurs in the 1-d `input` (the sum of
     `weights` at its occurrences), for 0 to max(input) and at least `minlength` bins."""
@@ -274,19 +276,60 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         raise kernel_refuses("bincount_cpu", input.dtype)
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
+    fits = weights is None or (weights.ndim == 1 and weights.shape[0] == input.shape[0])
+    with no_grad():
+        out = _fused_bincount(input, weights, minlength) if input.ndim == 1 and fits else None
+        if out is None:
+            out = _bincount(input, weights, minlength, fits)
+    if weights is not None and weights._requires_grad:  # (PyTorch's: backward raises)
+        record("NotImplemented", _no_bincount_derivative, (weights,), out)
+    return out
+
+
+def _no_bincount_derivative(node: Any, grad: Tensor) -> Any:
+    raise RuntimeError("derivative for aten::bincount is not implemented")
+
+
+def _bincount(input: Tensor, weights: Tensor | None, minlength: int, fits: bool) -> Tensor:
+    """bincount in ember ops, after PyTorch's checks of the values and of `weights`."""
     if input.ndim != 1 or (input.numel() and int(amin(input).item()) < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
+    if not fits:
         raise RuntimeError("weights should be 1-d and have the same length as input")
     length = max(minlength, int(amax(input).item()) + 1 if input.numel() else 0)
     index = input.long()
     if weights is None:
         return scatter_add(zeros((length,), dtype=dt.int64, device=input.device), 0, index,
                            ones(tuple(index.shape), dtype=dt.int64, device=input.device))
-    # float32 weights count in float32, all others in float64 (PyTorch's)
-    kind = dt.float32 if weights.dtype is dt.float32 else dt.float64
+    kind = _weight_kind(weights)
     return scatter_add(zeros((length,), dtype=kind, device=input.device), 0, index,
                        to_dtype(weights, kind))
+
+
+def _weight_kind(weights: Tensor) -> dt.dtype:
+    """What weights count in: float32 weights in float32, all others in float64 (PyTorch's)."""
+    return dt.float32 if weights.dtype is dt.float32 else dt.float64
+
+
+def _fused_bincount(input: Tensor, weights: Tensor | None, minlength: int) -> Tensor | None:
+    """The backend's `bincount` kernel (one call in place of ~8 ops), or None where it
+    has none or it declines (a negative value: the checks then raise PyTorch's error)."""
+    if weights is None:
+        return run_fused("bincount", input, minlength=minlength)
+    return run_fused("bincount_weighted", to_dtype(weights, _weight_kind(weights)), input,
+                     minlength=minlength)
+
+
+fused_kernel("bincount", replaces="bincount", outputs=("int64",),
+             signature="bincount(x, *, minlength) -> counts",
+             doc="How many times each value of the 1-d integer `x` occurs, for 0 to "
+                 "max(x) and at least `minlength` bins. The kernel returns None where `x` "
+                 "holds a negative value (core raises PyTorch's error then).")
+fused_kernel("bincount_weighted", replaces="bincount", same_dtype=False,
+             signature="bincount_weighted(weights, x, *, minlength) -> sums",
+             doc="The sum of the float32 or float64 `weights` at each value's occurrences "
+                 "in the 1-d integer `x`, in `weights`' dtype and in the order of `x` (a "
+                 "sequential scatter-add); None where `x` holds a negative value.")
 
 
 def _bin_index(x: Tensor, edges: Tensor) -> tuple[Tensor, Tensor]:

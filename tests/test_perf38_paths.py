@@ -1,0 +1,47 @@
+"""The fast paths of single ops added for speed in round 38 (fused kernels, NumPy kernels
+in place of decompositions), against PyTorch, bit for bit where PyTorch's order of
+rounding is known: edge values (NaN, infinities, signed zeros, ties, empty inputs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _same(got: ember.Tensor, expected: torch.Tensor) -> None:
+    assert str(got.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
+    assert tuple(got.shape) == tuple(expected.shape)
+    np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int8])
+def test_bincount_fused_matches_torch(dtype: type) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 60, 2000).astype(dtype)
+    w = rng.standard_normal(2000) * 1e3
+    w[[5, 17, 400]] = [np.nan, np.inf, -0.0]
+    for args, kwargs in [((), {}), ((), {"minlength": 100}), ((w.astype(np.float32),), {}),
+                         ((w,), {"minlength": 3}), ((np.arange(2000, dtype=np.int16),), {})]:
+        _same(ember.bincount(ember.tensor(x), *map(ember.tensor, args), **kwargs),
+              torch.bincount(torch.tensor(x), *map(torch.tensor, args), **kwargs))
+    empty = np.zeros(0, dtype)
+    _same(ember.bincount(ember.tensor(empty), minlength=4),
+          torch.bincount(torch.tensor(empty), minlength=4))
+
+
+def test_bincount_errors_and_gradient_as_torch() -> None:
+    for args in [(np.array([1, -1]),), (np.array([1, -1]), np.ones(3, np.float32)),
+                 (np.array([1, 2]), np.ones(3, np.float32)), (np.ones((2, 2), np.int64),)]:
+        with pytest.raises(RuntimeError) as expected:
+            torch.bincount(*map(torch.tensor, args))
+        with pytest.raises(RuntimeError, match=str(expected.value)):
+            ember.bincount(*map(ember.tensor, args))
+    w = ember.ones(3, requires_grad=True)
+    out = ember.bincount(ember.tensor([0, 2, 2]), w)
+    assert out.requires_grad and type(out.grad_fn).__name__ == "NotImplemented"
+    with pytest.raises(RuntimeError, match="derivative for aten::bincount is not implemented"):
+        out.sum().backward()
