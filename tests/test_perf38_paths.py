@@ -45,3 +45,23 @@ def test_bincount_errors_and_gradient_as_torch() -> None:
     assert out.requires_grad and type(out.grad_fn).__name__ == "NotImplemented"
     with pytest.raises(RuntimeError, match="derivative for aten::bincount is not implemented"):
         out.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.uint8, np.bool_])
+def test_unique_fused_matches_torch(dtype: type) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.integers(-4, 5, (30, 40)).astype(dtype)
+    if x.dtype.kind == "f":
+        x[[0, 3, 7], [1, 1, 2]] = [np.nan, np.nan, np.inf]
+        x[5, :9] = -0.0  # (signed zeros: the first of equal elements is kept)
+    no_nan = np.where(x != x, 9, x).astype(dtype)  # (the inverse of NaNs: PyTorch's differs)
+    for a, kwargs in [(x, {}), (no_nan, {"return_inverse": True, "return_counts": True}),
+                      (x, {"return_counts": True})]:
+        got = ember.unique(ember.tensor(a), **kwargs)
+        expected = torch.unique(torch.tensor(a), **kwargs)
+        for g, e in zip(*((got, expected) if kwargs else ((got,), (expected,)))):
+            _same(g, e)
+            if g.dtype.is_floating_point:
+                assert np.signbit(g.numpy()).tolist() == np.signbit(e.numpy()).tolist()
+    _same(ember.unique(ember.tensor(x[:0]), return_inverse=True)[1],
+          torch.unique(torch.tensor(x[:0]), return_inverse=True)[1])

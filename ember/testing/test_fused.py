@@ -165,6 +165,17 @@ def _bincount(device: ember.device) -> Results:
             "int32 weights": ember.bincount(x.int(), S.on(device, np.arange(40, dtype=np.int32)))}
 
 
+def _unique(device: ember.device) -> Results:
+    x = np.random.default_rng(2).integers(-3, 4, (5, 8)).astype(np.float32)
+    x[1, 2], x[3, 3], x[0, 1], x[4, 4] = np.nan, np.nan, -0.0, np.inf
+    values, inverse, counts = ember.unique(S.on(device, x), return_inverse=True,
+                                           return_counts=True)
+    ints = ember.unique(S.on(device, x[:2].astype(np.int64)), return_counts=True)
+    return {"values": values, "inverse": inverse, "counts": counts,
+            "int values": ints[0], "int counts": ints[1],
+            "empty": ember.unique(S.on(device, x[:0]))}
+
+
 def _mode_index(device: ember.device) -> Results:
     # enough elements (2048) for a kernel that waits for a size; many ties where the
     # decomposition emulates PyTorch's CPU order of them (on the CPU), else distinct keys
@@ -318,6 +329,7 @@ CASES: dict[str, FusedCase] = {
     "mode_index": FusedCase(_mode_index),
     "bincount": FusedCase(_bincount),
     "bincount_weighted": FusedCase(_bincount),
+    "unique": FusedCase(_unique),
     "pytorch_normal_fill16": FusedCase(_random_draws),
     "pytorch_randperm_shuffle": FusedCase(_random_draws),
     "softmax": _softmax("softmax"),

@@ -379,6 +379,29 @@ def _bincount_weighted(weights, x, minlength=0):
 
 
 KERNELS["bincount"] = _bincount
+
+
+def _unique(x, return_inverse=False, return_counts=False):
+    """The fused `unique`: a stable sort (half precision ordered as float32, as `topk`)
+    and the starts of runs of unequal (`!=`: each NaN its own run) neighbours."""
+    flat = x.reshape(-1)
+    key = flat.astype(np.float32) if flat.dtype in (_F16, _BF16) else flat
+    order = np.argsort(key, kind="stable")
+    s = flat[order]
+    starts = np.empty(s.shape, dtype=np.bool_)
+    starts[:1] = True
+    np.not_equal(s[1:], s[:-1], out=starts[1:])
+    inverse = counts = None
+    if return_inverse:
+        inverse = np.empty(order.shape, dtype=np.int64)
+        inverse[order] = np.cumsum(starts, dtype=np.int64) - 1
+        inverse = inverse.reshape(x.shape)
+    if return_counts:
+        counts = np.diff(np.flatnonzero(starts), append=s.size).astype(np.int64, copy=False)
+    return s[starts], inverse, counts
+
+
+KERNELS["unique"] = _unique
 KERNELS["bincount_weighted"] = _bincount_weighted
 
 # numba-compiled loops where they beat NumPy (compiled.py says where; numba loads lazily)

@@ -216,7 +216,11 @@ def _runs(rows: Tensor, order: Tensor | None, return_inverse: bool,
 def _unique(op: str, input: Tensor, sort: bool, return_inverse: bool,
             return_counts: bool, dim: int | None) -> Any:
     with no_grad():
-        if dim is None:
+        fused = run_fused("unique", input, return_inverse=return_inverse,
+                          return_counts=return_counts) if sort and dim is None else None
+        if fused is not None:
+            values, inverse, counts = fused
+        elif dim is None:
             flat = reshape(input, (-1,))
             order = sorted_indices(flat, 0) if sort and flat.numel() else None
             values, inverse, counts = _runs(flat, order, return_inverse, return_counts)
@@ -233,6 +237,15 @@ def _unique(op: str, input: Tensor, sort: bool, return_inverse: bool,
     return out[0] if len(out) == 1 else out
 
 
+fused_kernel("unique", replaces="unique", outputs=("like", "int64", "int64"),
+             signature="unique(x, *, return_inverse, return_counts) -> (values, inverse "
+                       "| None, counts | None)",
+             doc="The distinct elements of `x` in ascending order (a stable sort: of equal "
+                 "elements, the first in `x` is kept; NaNs last, each distinct), for each "
+                 "element its value's index (`x`'s shape) and each value's count; the "
+                 "two are None unless asked for.")
+
+
 def _lexsort(rows: Tensor) -> Tensor | None:
     """The stable order of the rows of a 2-d tensor, compared element by element."""
     n, k = rows.shape
@@ -246,7 +259,7 @@ def _lexsort(rows: Tensor) -> Tensor | None:
     return order
 
 
-@composite(variants="function method", cost=costs.reduction(10))
+@composite(variants="function method", cost=costs.reduction(10), fused=("unique",))
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: int | None = None) -> Any:
     """The distinct elements of `input` (or slices along `dim`), in ascending order; with
