@@ -65,3 +65,36 @@ def test_unique_fused_matches_torch(dtype: type) -> None:
                 assert np.signbit(g.numpy()).tolist() == np.signbit(e.numpy()).tolist()
     _same(ember.unique(ember.tensor(x[:0]), return_inverse=True)[1],
           torch.unique(torch.tensor(x[:0]), return_inverse=True)[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.uint8, np.int8])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_partition_matches_a_stable_sort(dtype: type, largest: bool) -> None:
+    # (large enough to skip the emulation of PyTorch's order of ties: the stable order)
+    rng = np.random.default_rng(5)
+    x = rng.integers(-3, 4, (120, 300)).astype(dtype)
+    if x.dtype.kind == "f":
+        x = np.where(rng.random(x.shape) < 0.5, rng.standard_normal(x.shape), x).astype(dtype)
+        for value, share in [(np.nan, 0.1), (np.inf, 0.05), (-np.inf, 0.05), (-0.0, 0.1)]:
+            x[rng.random(x.shape) < share] = value
+        x[0, :] = np.nan  # (a NaN k-th element)
+    else:
+        x[1, :5] = np.iinfo(dtype).min
+    for a in [x, np.where(x != x, 2.5, x).astype(dtype)]:  # (largest: NaNs sort fully)
+        _check_topk(a, largest)
+
+
+def _check_topk(x: np.ndarray, largest: bool) -> None:
+    key = x.astype(np.float32) if x.dtype == np.float16 else x
+    for dim, k in [(1, 1), (1, 7), (1, 75), (0, 3)]:
+        got = ember.topk(ember.tensor(x), k, dim, largest=largest)
+        n = x.shape[dim]
+        order = np.argsort(np.flip(key, dim) if largest else key, axis=dim, kind="stable")
+        if largest:
+            order = n - 1 - np.flip(order, dim)
+        expected = np.take(order, np.arange(k), axis=dim)
+        np.testing.assert_array_equal(got.indices.numpy(), expected)
+        np.testing.assert_array_equal(got.values.numpy(), np.take_along_axis(x, expected, dim))
+        if x.dtype != np.uint8:
+            values = torch.topk(torch.tensor(x), k, dim, largest=largest).values
+            np.testing.assert_array_equal(got.values.numpy(), values.numpy())
