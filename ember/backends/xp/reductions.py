@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ember.backends.xp.lib import ArrayLib, Kernel
 
-
 _PARTIAL_SHARE = 4
 """topk partitions (rather than sorts) a row of at least this many times `k` elements."""
 
