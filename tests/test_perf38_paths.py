@@ -98,3 +98,29 @@ def _check_topk(x: np.ndarray, largest: bool) -> None:
         if x.dtype != np.uint8:
             values = torch.topk(torch.tensor(x), k, dim, largest=largest).values
             np.testing.assert_array_equal(got.values.numpy(), values.numpy())
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_pad_slices_match_torch(mode: str) -> None:
+    # (index_select copies slices along the last dim for 4096 elements or more)
+    x = np.random.default_rng(6).standard_normal((4, 3, 20, 30)).astype(np.float32)
+    x[0, 0, 0, :3] = [np.nan, -0.0, np.inf]
+    for pads, shape in [((1, 1, 1, 1), x.shape), ((3, 0, 2, 5), x.shape),
+                        ((0, 29, 0, 0), x.shape), ((5, 2), (12, 20, 30))]:
+        a = ember.tensor(x.reshape(shape), requires_grad=True)
+        b = torch.tensor(x.reshape(shape), requires_grad=True)
+        ya = ember.nn.functional.pad(a, pads, mode=mode)
+        yb = torch.nn.functional.pad(b, pads, mode=mode)
+        _same(ya, yb)
+        ya.sum().backward()
+        yb.sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+
+
+def test_index_select_last_dim_runs_match_torch() -> None:
+    x = np.random.default_rng(7).standard_normal((70, 64)).astype(np.float32)
+    for index in [[1, 0, 1, 2, 3, 2], [63, 62, 61, 0, 1, 2, 2, 2], [5, 9, 40, 0],
+                  list(range(64))[::-1] + list(range(64))[:0], [0, 1, 2, 3, 4, 63]]:
+        i = np.array(index, dtype=np.int64)
+        _same(ember.index_select(ember.tensor(x), 1, ember.tensor(i)),
+              torch.index_select(torch.tensor(x), 1, torch.tensor(i)))
