@@ -124,3 +124,21 @@ def test_index_select_last_dim_runs_match_torch() -> None:
         i = np.array(index, dtype=np.int64)
         _same(ember.index_select(ember.tensor(x), 1, ember.tensor(i)),
               torch.index_select(torch.tensor(x), 1, torch.tensor(i)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_gather_last_dim_flat_path_matches_torch(dtype: type) -> None:
+    # (from 4096 index elements along the last dim: one flat take)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((6, 7, 300)).astype(dtype)
+    index = rng.integers(0, 300, (6, 7, 120))
+    for src, idx in [(x, index), (x.transpose(1, 0, 2), index.transpose(1, 0, 2)),
+                     (x, np.broadcast_to(index[:, :1], index.shape)),  # stride 0
+                     (x[:, :3], index[:, :3, :]), (x, index[:5, :3]),
+                     (x, index.astype(np.int32))]:
+        _same(ember.gather(ember.tensor(src), 2, ember.tensor(np.ascontiguousarray(idx))),
+              torch.gather(torch.tensor(src), 2, torch.tensor(np.ascontiguousarray(idx))))
+    with pytest.raises(RuntimeError):
+        torch.gather(torch.tensor(x), 2, torch.tensor(index - 1))
+    with pytest.raises((RuntimeError, IndexError)):
+        ember.gather(ember.tensor(x), 2, ember.tensor(index - 1))

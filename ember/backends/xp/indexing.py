@@ -76,8 +76,28 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         xp.copyto(dst, src)
 
     def gather(x, index, dim):
+        x = _fit(x, index, dim)
+        if index.size >= _FLAT_GATHER and index.ndim > 1 and x.size and \
+                int(index.min()) >= 0:
+            return flat_gather(x, index, dim)
         # (row-major as ATen's, whatever the index's layout: NumPy keeps a transposed one's)
-        return xp.ascontiguousarray(xp.take_along_axis(_fit(x, index, dim), index, axis=dim))
+        return xp.ascontiguousarray(xp.take_along_axis(x, index, axis=dim))
+
+    def flat_gather(x, index, dim):
+        """take_along_axis through one flat position per element of a row-major copy of
+        `x` (~3x faster: its index arrays for the other dims are slow). The same elements: `index` is non-negative here
+        (take_along_axis wraps negatives)."""
+        x = xp.ascontiguousarray(x)
+        strides = [x.strides[d] // x.itemsize for d in range(x.ndim)]
+        base = 0  # the other dims' offsets, broadcast (small)
+        for d, size in enumerate(index.shape):
+            if d != dim and size > 1:
+                base = base + (xp.arange(size) * strides[d]).reshape(
+                    (size,) + (1,) * (index.ndim - 1 - d))
+        position = index if strides[dim] == 1 else index * strides[dim]
+        # (a fresh sum: NumPy's in-place add of a broadcast operand, as `+=` or as `+`
+        # on a temporary, is ~10x slower)
+        return xp.take(x.reshape(-1), xp.add(position, base))
 
     def scatter(x, index, src, dim):
         out = x.copy()
@@ -159,6 +179,9 @@ def _row_major_strides(shape: tuple) -> list[int]:
         strides.append(step)
         step *= n
     return strides[::-1]
+
+
+_FLAT_GATHER = 4096  # index elements: from here gather takes through flat positions
 
 
 def _fit(x: Any, index: Any, dim: int | None) -> Any:
