@@ -4,10 +4,13 @@ rounding is known: edge values (NaN, infinities, signed zeros, ties, empty input
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 import ember
+from ember.core import plugins
 
 torch = pytest.importorskip("torch")
 
@@ -142,3 +145,41 @@ def test_gather_last_dim_flat_path_matches_torch(dtype: type) -> None:
         torch.gather(torch.tensor(x), 2, torch.tensor(index - 1))
     with pytest.raises((RuntimeError, IndexError)):
         ember.gather(ember.tensor(x), 2, ember.tensor(index - 1))
+
+
+def _without_kernel(name: str, run: Any) -> Any:
+    """`run()` with the CPU backend's kernel `name` taken out (core's decomposition)."""
+    kernels = plugins.get_backend("cpu").kernels
+    kernel = kernels.pop(name)
+    try:
+        return run()
+    finally:
+        kernels[name] = kernel
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_fused_is_the_decomposition_and_torch(dtype: type, reduction: str) -> None:
+    rng = np.random.default_rng(9)
+    logp = rng.standard_normal((300, 40)).astype(dtype) * 4
+    logp[5, :], logp[6, :] = np.nan, -np.inf  # (5 is ignored below: its NaN counts 0)
+    target = rng.integers(0, 40, 300)
+    target[[5, 17, 200]] = -100
+    weight = rng.uniform(0.1, 2.0, 40).astype(dtype)
+    for w in (None, weight):
+        def run(lib: Any, w: np.ndarray | None = w) -> tuple:
+            x = lib.tensor(logp, requires_grad=True)
+            loss = lib.nn.functional.nll_loss(x, lib.tensor(target),
+                                              None if w is None else lib.tensor(w),
+                                              reduction=reduction)
+            loss.backward(lib.ones_like(loss))
+            return loss.detach().numpy(), x.grad.numpy()
+        fused = run(ember)
+        for got, expected in zip(fused, _without_kernel("nll_loss", lambda: run(ember))):
+            assert got.dtype == expected.dtype and got.shape == expected.shape
+            np.testing.assert_array_equal(got.reshape(-1).view(np.uint8),
+                                          expected.reshape(-1).view(np.uint8))
+        for got, expected in zip(fused, run(torch)):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(IndexError, match="Target 40 is out of bounds."):
+        ember.nn.functional.nll_loss(ember.tensor(logp), ember.tensor(np.full(300, 40)))

@@ -176,6 +176,23 @@ def _unique(device: ember.device) -> Results:
             "empty": ember.unique(S.on(device, x[:0]))}
 
 
+def _nll_loss(device: ember.device) -> Results:
+    rng = np.random.default_rng(3)
+    logp = _rand(4, 12, 5)
+    logp[2, 1] = np.nan
+    target = rng.integers(0, 5, 12)
+    target[[3, 7]] = -100
+    weight = S.on(device, _rand(5, 5, lo=0.1, hi=2.0))
+    outs: Results = {}
+    for reduction in ("mean", "sum", "none"):
+        for name, w in (("", None), (" weighted", weight)):
+            x = _leaf(device, logp)
+            loss = nnf(ember).nll_loss(x, S.on(device, target), w, reduction=reduction)
+            _backward(loss, 6)
+            outs.update({f"{reduction}{name}": loss, f"{reduction}{name} grad": x.grad})
+    return outs
+
+
 def _mode_index(device: ember.device) -> Results:
     # enough elements (2048) for a kernel that waits for a size; many ties where the
     # decomposition emulates PyTorch's CPU order of them (on the CPU), else distinct keys
@@ -330,6 +347,7 @@ CASES: dict[str, FusedCase] = {
     "bincount": FusedCase(_bincount),
     "bincount_weighted": FusedCase(_bincount),
     "unique": FusedCase(_unique),
+    "nll_loss": FusedCase(_nll_loss),
     "pytorch_normal_fill16": FusedCase(_random_draws),
     "pytorch_randperm_shuffle": FusedCase(_random_draws),
     "softmax": _softmax("softmax"),
