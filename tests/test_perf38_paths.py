@@ -183,3 +183,33 @@ def test_nll_loss_fused_is_the_decomposition_and_torch(dtype: type, reduction: s
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     with pytest.raises(IndexError, match="Target 40 is out of bounds."):
         ember.nn.functional.nll_loss(ember.tensor(logp), ember.tensor(np.full(300, 40)))
+
+
+@pytest.mark.parametrize("shape, size", [((4, 6, 32, 32), 7), ((2, 3, 4, 5), (9, 13)),
+                                         ((2, 3, 10, 13), (3, 4)), ((2, 4, 6), 4),
+                                         ((2, 3, 40, 9), (6, 5)),
+                                         ((2, 2, 5, 6, 7), (3, 4, 5))])
+def test_adaptive_avg_pool_stacked_windows_are_the_window_loop(
+        shape: tuple, size: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ember.core.ops import nn as nnops
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.flat[::7], x.flat[::11], x.flat[::13] = np.nan, np.inf, -0.0
+    x.reshape(-1)[:40] = -0.0  # (a window of -0.0 sums to -0.0)
+    pool = {3: "adaptive_avg_pool1d", 4: "adaptive_avg_pool2d", 5: "adaptive_avg_pool3d"}
+    grad = None
+
+    def run(lib: Any) -> tuple:
+        nonlocal grad
+        a = lib.tensor(x, requires_grad=True)
+        y = getattr(lib.nn.functional, pool[len(shape)])(a, size)
+        if grad is None:
+            grad = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+        y.backward(lib.tensor(grad))
+        return y.detach().numpy(), a.grad.numpy()
+    stacked = run(ember)
+    monkeypatch.setattr(nnops, "_STACKED_WIDTH", 0)  # (one narrow and sum per window)
+    for got, expected in zip(stacked, run(ember)):
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+    for got, expected in zip(stacked, run(torch)):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
