@@ -213,11 +213,16 @@ def _runs(rows: Tensor, order: Tensor | None, return_inverse: bool,
     return values, inverse, counts
 
 
+# float8 and uint16/32/64: PyTorch's refusal (or not) comes from the sort's kernel
+_NO_FUSED_UNIQUE = frozenset(dt.FLOAT8_DTYPES) | frozenset(dt.LIMITED_DTYPES)
+
+
 def _unique(op: str, input: Tensor, sort: bool, return_inverse: bool,
             return_counts: bool, dim: int | None) -> Any:
     with no_grad():
         fused = run_fused("unique", input, return_inverse=return_inverse,
-                          return_counts=return_counts) if sort and dim is None else None
+                          return_counts=return_counts) \
+            if sort and dim is None and input._dtype not in _NO_FUSED_UNIQUE else None
         if fused is not None:
             values, inverse, counts = fused
         elif dim is None:
