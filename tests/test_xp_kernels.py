@@ -46,18 +46,21 @@ SHARED_OPS = frozenset("""
 CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
                       "lstm_layer_backward", "gru_layer", "gru_layer_backward",
                       "searchsorted", "mode_index", "pytorch_normal_fill16",
-                      "pytorch_randperm_shuffle"})
+                      "pytorch_randperm_shuffle", "bincount", "bincount_weighted", "unique",
+                      "nll_loss"})
 
 # Every top-level `xp` name the shared kernels use, checked to exist in CuPy 13.6 and 14.2
 # (hasattr on the installed packages; CuPy imports without a GPU). `errstate` is the one
 # NumPy-only name, and the kernels look for it with hasattr.
 CUPY_NAMES = frozenset("""
-    abs add all any arange arccos arcsin arctan arctan2 argmax argmin argsort argwhere array asarray
+    abs add all any arange arccos arcsin arctan arctan2 argmax argmin argpartition argsort argwhere
+    array asarray
     ascontiguousarray bitwise_and bitwise_or bitwise_xor broadcast_to ceil clip concatenate
     copyto cos cumprod cumsum divide dot einsum empty_like equal exp expm1 flip float32 float64
     floor floor_divide full greater greater_equal iinfo int64 int8 integer invert isfinite isinf
     isnan issubdtype less less_equal lib log log1p log2 logical_and logical_not logical_or
-    logical_xor matmul max maximum min minimum multiply ndarray negative nonzero not_equal
+    logical_xor matmul max maximum min minimum moveaxis multiply ndarray negative nonzero
+    not_equal
     ones pad power prod reciprocal remainder reshape result_type round sign sin sqrt
     subtract sum take take_along_axis tan tanh transpose tril triu true_divide trunc where
     zeros

@@ -534,8 +534,9 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
             for t in (args[i] if type(args[i]) is list else (args[i],)):
                 if isinstance(t, Tensor):
                     t._vc[0] += 1
-    if decl.one_like:  # the common case: one output of the first tensor's dtype
-        result = Tensor._make(out, first._dtype, first._device, first._backend)
+    if decl.one_like:  # the common case: one output of the first tensor's dtype (or None)
+        result = None if out is None else \
+            Tensor._make(out, first._dtype, first._device, first._backend)
     elif decl.all_like:  # several (gradients ...), some possibly None
         d, dev, backend = first._dtype, first._device, first._backend
         result = tuple([None if b is None else Tensor._make(b, d, dev, backend) for b in out])

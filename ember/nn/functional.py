@@ -417,7 +417,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
             continue
         # (a negative side crops: reflection and replication read the uncropped input)
         idx = _pad_indices(input.shape[dim], left, right, mode, dim, input)
-        out = ember.index_select(out, dim, ember.tensor(idx, device=input.device))
+        out = ember.index_select(out, dim, ember.tensor(idx, dtype=ember.int64,
+                                                        device=input.device))
     # (PyTorch's reflection and replication kernels keep a channels-last input's format;
     # its circular padding is made of cats, as here)
     return out if mode == "circular" else in_format_of(out, input)

@@ -153,6 +153,46 @@ def _searchsorted(device: ember.device) -> Results:
             "bucketize": ember.bucketize(v, s, out_int32=True)}
 
 
+def _bincount(device: ember.device) -> Results:
+    rng = np.random.default_rng(1)
+    x = S.on(device, rng.integers(0, 7, 40))
+    w = rng.uniform(-2, 2, 40)
+    w[3], w[9] = np.nan, np.inf
+    return {"counts": ember.bincount(x), "minlength": ember.bincount(x[:5], minlength=9),
+            "empty": ember.bincount(x[:0], minlength=2),
+            "float32": ember.bincount(x, S.on(device, w.astype(np.float32))),
+            "float64": ember.bincount(x, S.on(device, w)),
+            "int32 weights": ember.bincount(x.int(), S.on(device, np.arange(40, dtype=np.int32)))}
+
+
+def _unique(device: ember.device) -> Results:
+    x = np.random.default_rng(2).integers(-3, 4, (5, 8)).astype(np.float32)
+    x[1, 2], x[3, 3], x[0, 1], x[4, 4] = np.nan, np.nan, -0.0, np.inf
+    values, inverse, counts = ember.unique(S.on(device, x), return_inverse=True,
+                                           return_counts=True)
+    ints = ember.unique(S.on(device, x[:2].astype(np.int64)), return_counts=True)
+    return {"values": values, "inverse": inverse, "counts": counts,
+            "int values": ints[0], "int counts": ints[1],
+            "empty": ember.unique(S.on(device, x[:0]))}
+
+
+def _nll_loss(device: ember.device) -> Results:
+    rng = np.random.default_rng(3)
+    logp = _rand(4, 12, 5)
+    logp[2, 1] = np.nan
+    target = rng.integers(0, 5, 12)
+    target[[3, 7]] = -100
+    weight = S.on(device, _rand(5, 5, lo=0.1, hi=2.0))
+    outs: Results = {}
+    for reduction in ("mean", "sum", "none"):
+        for name, w in (("", None), (" weighted", weight)):
+            x = _leaf(device, logp)
+            loss = nnf(ember).nll_loss(x, S.on(device, target), w, reduction=reduction)
+            _backward(loss, 6)
+            outs.update({f"{reduction}{name}": loss, f"{reduction}{name} grad": x.grad})
+    return outs
+
+
 def _mode_index(device: ember.device) -> Results:
     # enough elements (2048) for a kernel that waits for a size; many ties where the
     # decomposition emulates PyTorch's CPU order of them (on the CPU), else distinct keys
@@ -304,6 +344,10 @@ CASES: dict[str, FusedCase] = {
     "max_min_dim": FusedCase(_max_min_dim),
     "searchsorted": FusedCase(_searchsorted),
     "mode_index": FusedCase(_mode_index),
+    "bincount": FusedCase(_bincount),
+    "bincount_weighted": FusedCase(_bincount),
+    "unique": FusedCase(_unique),
+    "nll_loss": FusedCase(_nll_loss),
     "pytorch_normal_fill16": FusedCase(_random_draws),
     "pytorch_randperm_shuffle": FusedCase(_random_draws),
     "softmax": _softmax("softmax"),

@@ -76,8 +76,26 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         xp.copyto(dst, src)
 
     def gather(x, index, dim):
+        x = _fit(x, index, dim)
+        if index.size >= _FLAT_GATHER and dim == index.ndim - 1 > 0 and x.size and \
+                int(index.min()) >= 0:
+            return flat_gather(x, index)
         # (row-major as ATen's, whatever the index's layout: NumPy keeps a transposed one's)
-        return xp.ascontiguousarray(xp.take_along_axis(_fit(x, index, dim), index, axis=dim))
+        return xp.ascontiguousarray(xp.take_along_axis(x, index, axis=dim))
+
+    def flat_gather(x, index):
+        """take_along_axis along the last dim through one flat position per element of a
+        row-major copy of `x`: its row's offset plus the index (~3x faster: the index
+        arrays it makes for the other dims are slow). The same elements: `index` is
+        non-negative here (take_along_axis wraps negatives)."""
+        x = xp.ascontiguousarray(x)
+        offsets = 0  # each row's, broadcast (small)
+        for d, size in enumerate(index.shape[:-1]):
+            if size > 1:
+                offsets = offsets + (xp.arange(size) * (x.strides[d] // x.itemsize)).reshape(
+                    (size,) + (1,) * (index.ndim - 1 - d))
+        # (a fresh sum: NumPy's in-place add of a broadcast operand is ~10x slower)
+        return xp.take(x.reshape(-1), xp.add(index, offsets))
 
     def scatter(x, index, src, dim):
         out = x.copy()
@@ -159,6 +177,9 @@ def _row_major_strides(shape: tuple) -> list[int]:
         strides.append(step)
         step *= n
     return strides[::-1]
+
+
+_FLAT_GATHER = 4096  # index elements: from here gather takes through flat positions
 
 
 def _fit(x: Any, index: Any, dim: int | None) -> Any:

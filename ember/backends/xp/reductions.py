@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from ember.backends.xp.lib import ArrayLib, Kernel
 
+_PARTIAL_SHARE = 4
+"""topk partitions (rather than sorts) a row of at least this many times `k` elements."""
+
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, low_precision = lib.xp, lib.low_precision
@@ -113,6 +116,22 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return as_array(add_accumulate(x.astype(float32), axis=dim).astype(x.dtype))
         return as_array(add_accumulate(x, axis=dim, dtype=x.dtype))
 
+    def smallest(key, k):
+        """The stable argsort's first `k` along the last axis (NaN last, ties by index),
+        from a partition: the elements below the k-th smallest, then as many of those
+        equal to it as are missing, first indices first, then a stable sort of those."""
+        kth = xp.take_along_axis(key, xp.argpartition(key, k - 1, axis=-1)[..., k - 1:k], -1)
+        below, tie = key < kth, key == kth
+        if key.dtype.kind == "f":  # (a NaN k-th: every number is below, every NaN ties)
+            nan_kth, nan = kth != kth, key != key
+            below |= nan_kth & ~nan
+            tie |= nan_kth & nan
+        need = k - below.sum(-1, keepdims=True)
+        below |= tie & (xp.cumsum(tie, -1) <= need)
+        idx = xp.nonzero(below)[-1].reshape(key.shape[:-1] + (k,))
+        return xp.take_along_axis(idx, xp.argsort(xp.take_along_axis(key, idx, -1), axis=-1,
+                                                  kind="stable"), -1)
+
     def topk(x, k, dim, largest=True):
         """Indices of the k largest (smallest) along `dim`, in order, ties by index. A stable
         ascending sort puts NaN last; for the largest, sort the reversed axis and read it
@@ -120,6 +139,13 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         sort of ml_dtypes' bfloat16 does not place NaN: half precision sorts as float32.)"""
         if x.dtype in low_precision:
             x = x.astype(float32)
+        if 0 < k and k * _PARTIAL_SHARE <= x.shape[dim] and x.dtype.kind in "fiu" and \
+                not (largest and x.dtype.kind == "f" and xp.isnan(x).any()):
+            # (the largest as the smallest of a key in reverse order: a NaN, largest,
+            # would be the key's largest too; NumPy's partition puts it last either way)
+            key = (-x if x.dtype.kind == "f" else ~x) if largest else x
+            order = xp.moveaxis(smallest(xp.moveaxis(key, dim, -1), k), -1, dim)
+            return as_array(order).astype(int64, copy=False)
         if not largest:
             order = xp.argsort(x, axis=dim, kind="stable")
         else:

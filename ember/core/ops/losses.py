@@ -394,7 +394,8 @@ def _half_cascade_sum(values: Tensor) -> Tensor:
 
 
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(1), grad=Grad("NllLossBackward0", input=_nll_grad))
+           cost=costs.reduction(1), grad=Grad("NllLossBackward0", input=_nll_grad),
+           fused=("nll_loss",))
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              size_average: bool | None = None, ignore_index: int = -100,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -421,6 +422,35 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         target = target.reshape(())
     valid = target != ignore_index
     safe = E.where(valid, target, 0)
+    fused = run_fused("nll_loss", input, safe, valid, weight, reduction=reduction) \
+        if input.ndim == 2 and input._dtype in _NLL_FUSED and \
+        (weight is None or weight._dtype is input._dtype) else None
+    if fused is None or fused[0] is None:
+        loss, w, total = _nll_loss(input, safe, valid, weight, class_dim, n_classes, reduction)
+    else:
+        loss, w, total = fused
+    record_grad(OPS["nll_loss"], (input,), {"class_dim": class_dim, "reduction": reduction,
+                                           "safe": safe, "valid": valid, "w": w,
+                                           "total": total}, loss,
+                label=_nll_label(input.ndim, reduction))
+    return loss
+
+
+_NLL_FUSED = (dt.float32, dt.float64)  # (half floats: PyTorch's cascade, in ember ops)
+
+fused_kernel("nll_loss", replaces="nll_loss", same_dtype=False, outputs=("like",) * 3,
+             signature="nll_loss(logp, safe, valid, weight | None, *, reduction) -> "
+                       "(loss, w, total)",
+             doc="The loss of (N, C) float32/float64 log-probabilities at the int64 class "
+                 "indices `safe` (0 where `valid` is False), each sample weighted by `w` "
+                 "(`weight` at its class, or 1; 0 where not valid), reduced; `total` is "
+                 "the sum of `w`. Nones where a class index is out of range (core raises "
+                 "PyTorch's error then).")
+
+
+def _nll_loss(input: Tensor, safe: Tensor, valid: Tensor, weight: Tensor | None,
+              class_dim: int, n_classes: int, reduction: str) -> tuple:
+    """nll_loss's (loss, w, total) in ember ops, after its check of the targets' range."""
     # one host read for the bounds check (gather would wrap negative targets around);
     # a check, not part of the computation: a trace records none of it
     with tracing.paused():
@@ -447,11 +477,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
             loss = loss.sum() if reduction != "none" else loss
         if reduction == "mean":
             loss = loss / total
-    record_grad(OPS["nll_loss"], (input,), {"class_dim": class_dim, "reduction": reduction,
-                                           "safe": safe, "valid": valid, "w": w,
-                                           "total": total}, loss,
-                label=_nll_label(input.ndim, reduction))
-    return loss
+    return loss, w, total
 
 
 def _nll_label(ndim: int, reduction: str) -> str:

@@ -1563,18 +1563,40 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
         out, counts = x, []
         for dim in range(n):
             size, o = spatial[dim], outs[dim]
-            pieces, widths = [], []
-            for i in range(o):
-                lo, hi = (i * size) // o, -(-((i + 1) * size) // o)
-                pieces.append(R.sum(narrow(out, 2 + dim, lo, hi - lo), 2 + dim,
-                                    keepdim=True))
-                widths.append(hi - lo)
-            out = cat(pieces, 2 + dim)
-            counts.append(tensor(widths, dtype=x.dtype, device=x.device).reshape(
-                (-1,) + (1,) * (n - 1 - dim)))
+            windows = [((i * size) // o, -(-((i + 1) * size) // o)) for i in range(o)]
+            out = _window_sums(out, 2 + dim, windows)
+            counts.append(tensor([hi - lo for lo, hi in windows], dtype=x.dtype,
+                                 device=x.device).reshape((-1,) + (1,) * (n - 1 - dim)))
         for count in counts:  # (divided dim by dim, as PyTorch's kernel)
             out = div(out, count)
     return squeeze(out, 0) if unbatched else out
+
+
+_STACKED_WIDTH = 8
+"""Adaptive windows of up to this many elements are summed stacked (NumPy's reduce adds
+fewer than 8 elements after the first one by one: a -0.0 after them changes nothing)."""
+
+
+def _window_sums(x: Tensor, axis: int, windows: list) -> Tensor:
+    """The sum of `x` over each [lo, hi) window along `axis`, in the windows' order along
+    it. Narrow windows of a row-major `x` are summed at once: gathered by one
+    index_select, each padded to the widest with a -0.0 (x + -0.0 is x, bit for bit),
+    then one sum (the same sums, and gradients where no element is in 3 windows). Else
+    one narrow and sum each (as many ops as windows)."""
+    width, size = max(hi - lo for lo, hi in windows), x.shape[axis]
+    # (more windows than elements: an element's gradient sums 3 or more windows' parts,
+    # which the two paths add in different orders)
+    if width > _STACKED_WIDTH or len(windows) > size or not x.is_contiguous():
+        return cat([R.sum(narrow(x, axis, lo, hi - lo), axis, keepdim=True)
+                    for lo, hi in windows], axis)
+    shape = tuple(x.shape)
+    if any(hi - lo < width for lo, hi in windows):
+        x = cat([x, full(shape[:axis] + (1,) + shape[axis + 1:], -0.0, dtype=x.dtype,
+                         device=x.device)], axis)
+    index = [lo + j if lo + j < hi else size for lo, hi in windows for j in range(width)]
+    stacked = index_select(x, axis, tensor(index, dtype=dt.int64, device=x.device))
+    stacked = reshape(stacked, shape[:axis] + (len(windows), width) + shape[axis + 1:])
+    return R.sum(stacked, axis + 1)
 
 
 @composite(variants="function", traced_as_node=True, cost=costs.reduction(1))

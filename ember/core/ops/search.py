@@ -19,6 +19,7 @@ from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import kernel_refuses, refuse_unsigned, run_fused, user_stacklevel
 from ember.core.errors import warn_once
 from ember.core.grad_mode import no_grad
+from ember.core.graph import record
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
     SCALAR_TYPE_NAMES,
@@ -220,10 +221,19 @@ def _runs(rows: Tensor, order: Tensor | None, return_inverse: bool,
     return values, inverse, counts
 
 
+# float8 and uint16/32/64: PyTorch's refusal (or not) comes from the sort's kernel
+_NO_FUSED_UNIQUE = frozenset(dt.FLOAT8_DTYPES) | frozenset(dt.LIMITED_DTYPES)
+
+
 def _unique(op: str, input: Tensor, sort: bool, return_inverse: bool,
             return_counts: bool, dim: int | None) -> Any:
     with no_grad():
-        if dim is None:
+        fused = run_fused("unique", input, return_inverse=return_inverse,
+                          return_counts=return_counts) \
+            if sort and dim is None and input._dtype not in _NO_FUSED_UNIQUE else None
+        if fused is not None:
+            values, inverse, counts = fused
+        elif dim is None:
             flat = reshape(input, (-1,))
             order = sorted_indices(flat, 0) if sort and flat.numel() else None
             values, inverse, counts = _runs(flat, order, return_inverse, return_counts)
@@ -240,6 +250,15 @@ def _unique(op: str, input: Tensor, sort: bool, return_inverse: bool,
     return out[0] if len(out) == 1 else out
 
 
+fused_kernel("unique", replaces="unique", outputs=("like", "int64", "int64"),
+             signature="unique(x, *, return_inverse, return_counts) -> (values, inverse "
+                       "| None, counts | None)",
+             doc="The distinct elements of `x` in ascending order (a stable sort: of equal "
+                 "elements, the first in `x` is kept; NaNs last, each distinct), for each "
+                 "element its value's index (`x`'s shape) and each value's count; the "
+                 "two are None unless asked for.")
+
+
 def _lexsort(rows: Tensor) -> Tensor | None:
     """The stable order of the rows of a 2-d tensor, compared element by element."""
     n, k = rows.shape
@@ -253,7 +272,7 @@ def _lexsort(rows: Tensor) -> Tensor | None:
     return order
 
 
-@composite(variants="function method", cost=costs.reduction(10))
+@composite(variants="function method", cost=costs.reduction(10), fused=("unique",))
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: int | None = None) -> Any:
     """The distinct elements of `input` (or slices along `dim`), in ascending order; with
@@ -273,7 +292,8 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
 # -- counting -------------------------------------------------------------------------
 
 
-@composite(variants="function method", cost=costs.movement)
+@composite(variants="function method", cost=costs.movement,
+           fused=("bincount", "bincount_weighted"))
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How many times each non-negative integer occurs in the 1-d `input` (the sum of
     `weights` at its occurrences), for 0 to max(input) and at least `minlength` bins."""
@@ -282,19 +302,60 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         raise kernel_refuses("bincount_cpu", input.dtype)
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
+    fits = weights is None or (weights.ndim == 1 and weights.shape[0] == input.shape[0])
+    with no_grad():
+        out = _fused_bincount(input, weights, minlength) if input.ndim == 1 and fits else None
+        if out is None:
+            out = _bincount(input, weights, minlength, fits)
+    if weights is not None and weights._requires_grad:  # (PyTorch's: backward raises)
+        record("NotImplemented", _no_bincount_derivative, (weights,), out)
+    return out
+
+
+def _no_bincount_derivative(node: Any, grad: Tensor) -> Any:
+    raise RuntimeError("derivative for aten::bincount is not implemented")
+
+
+def _bincount(input: Tensor, weights: Tensor | None, minlength: int, fits: bool) -> Tensor:
+    """bincount in ember ops, after PyTorch's checks of the values and of `weights`."""
     if input.ndim != 1 or (input.numel() and int(amin(input).item()) < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
+    if not fits:
         raise RuntimeError("weights should be 1-d and have the same length as input")
     length = max(minlength, int(amax(input).item()) + 1 if input.numel() else 0)
     index = input.long()
     if weights is None:
         return scatter_add(zeros((length,), dtype=dt.int64, device=input.device), 0, index,
                            ones(tuple(index.shape), dtype=dt.int64, device=input.device))
-    # float32 weights count in float32, all others in float64 (PyTorch's)
-    kind = dt.float32 if weights.dtype is dt.float32 else dt.float64
+    kind = _weight_kind(weights)
     return scatter_add(zeros((length,), dtype=kind, device=input.device), 0, index,
                        to_dtype(weights, kind))
+
+
+def _weight_kind(weights: Tensor) -> dt.dtype:
+    """What weights count in: float32 weights in float32, all others in float64 (PyTorch's)."""
+    return dt.float32 if weights.dtype is dt.float32 else dt.float64
+
+
+def _fused_bincount(input: Tensor, weights: Tensor | None, minlength: int) -> Tensor | None:
+    """The backend's `bincount` kernel (one call in place of ~8 ops), or None where it
+    has none or it declines (a negative value: the checks then raise PyTorch's error)."""
+    if weights is None:
+        return run_fused("bincount", input, minlength=minlength)
+    return run_fused("bincount_weighted", to_dtype(weights, _weight_kind(weights)), input,
+                     minlength=minlength)
+
+
+fused_kernel("bincount", replaces="bincount", outputs=("int64",),
+             signature="bincount(x, *, minlength) -> counts",
+             doc="How many times each value of the 1-d integer `x` occurs, for 0 to "
+                 "max(x) and at least `minlength` bins. The kernel returns None where `x` "
+                 "holds a negative value (core raises PyTorch's error then).")
+fused_kernel("bincount_weighted", replaces="bincount", same_dtype=False,
+             signature="bincount_weighted(weights, x, *, minlength) -> sums",
+             doc="The sum of the float32 or float64 `weights` at each value's occurrences "
+                 "in the 1-d integer `x`, in `weights`' dtype and in the order of `x` (a "
+                 "sequential scatter-add); None where `x` holds a negative value.")
 
 
 def _bin_index(x: Tensor, edges: Tensor) -> tuple[Tensor, Tensor]:
