@@ -254,6 +254,16 @@ def threaded_total(flat: np.ndarray) -> np.ndarray:
     return _contiguous_rows(slots.reshape(1, -1), lanes)[0]
 
 
+def sum_all(x: np.ndarray) -> np.ndarray:
+    """The sum of all of a C-contiguous float32/float64 array, 0-d, as the CPU's `sum`
+    kernel adds it (PyTorch's order; 0 for an empty array)."""
+    if not x.size:
+        return np.zeros((), x.dtype)
+    if x.size < _SERIAL_MAX:
+        return pytorch_sum(x, tuple(range(x.ndim)))
+    return np.asarray(threaded_total(x.reshape(-1)))
+
+
 def sum_kernel(shared: Callable[..., Any]) -> Callable[..., Any]:
     """The CPU's `sum(x, dims, keepdim)`: PyTorch's order of additions where
     :func:`pytorch_sum` applies, else `shared` (NumPy's)."""
@@ -264,7 +274,7 @@ def sum_kernel(shared: Callable[..., Any]) -> Callable[..., Any]:
             if x.size < _SERIAL_MAX:
                 out = pytorch_sum(x, reduce_dims)
             elif len(reduce_dims) == x.ndim:
-                out = np.asarray(threaded_total(x.reshape(-1)))
+                out = sum_all(x)
             else:  # PyTorch splits an output dim among its threads: not emulated
                 return shared(x, dims, keepdim)
             if keepdim:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ember.backends.cpu import cascade_sum
+
 _constants: dict[tuple, np.ndarray] = {}
 
 
@@ -80,17 +82,17 @@ def kernels(shared: dict[str, Any]) -> dict[str, Any]:
 def nll_loss(logp: np.ndarray, safe: np.ndarray, valid: np.ndarray, weight: Any = None,
              reduction: str = "mean") -> tuple:
     """The fused `nll_loss` of (N, C) float32/float64 log-probabilities: core's
-    decomposition in NumPy calls, each step rounded as its ops round it (sums by NumPy's
-    reduce in the dtype); Nones where a target is out of range (core raises)."""
+    decomposition in NumPy calls, each step rounded as its ops round it (its sums as the
+    CPU's `sum` kernel adds them); Nones where a target is out of range (core raises)."""
     if safe.size and (np.minimum.reduce(safe) < 0 or np.maximum.reduce(safe) >= logp.shape[1]):
         return None, None, None
     zero = logp.dtype.type(0)
     picked = logp[_rows(logp.shape[0]), safe]
     w = valid.astype(logp.dtype) if weight is None else np.where(valid, weight[safe], zero)
     loss = np.where(valid, np.negative(picked) * w, zero)
-    total = np.asarray(np.add.reduce(w, axis=None))
+    total = cascade_sum.sum_all(w)
     if reduction != "none":
-        loss = np.asarray(np.add.reduce(loss, axis=None))
+        loss = cascade_sum.sum_all(loss)
     if reduction == "mean":
         loss = np.asarray(np.true_divide(loss, total))
     return loss, w, total
