@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from ember.core import tracing
 from ember.core.creation import default_generator, vmap_randomness
 from ember.core.engine import grad as _autograd_grad
+from ember.core.function import func_transforms
 from ember.core.grad_mode import enable_grad, is_grad_enabled
 from ember.core.graph import AccumulateGrad, edge_of
 from ember.core.ops.shape import stack
@@ -113,6 +114,27 @@ def _split_aux(output: Any, has_aux: bool, call: str) -> tuple[Any, Any]:
     return output
 
 
+def _only_tensors(output: Any, call: str) -> list:
+    """The leaves of a transformed function's output, all tensors as PyTorch requires
+    (`call` names the transform's call in the message)."""
+    leaves = _leaves(output)
+    for leaf in leaves:
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"{call}: expected f(*primals) to return only tensors, got "
+                               f"unsupported type {type(leaf)}")
+    return leaves
+
+
+@contextlib.contextmanager
+def _transforming(name: str) -> Iterator[None]:
+    """While a transform's function runs (custom Functions check it)."""
+    func_transforms.append(name)
+    try:
+        yield
+    finally:
+        func_transforms.pop()
+
+
 def _plain(tree: Any, keep: bool) -> Any:
     """`tree` as the caller sees it: detached from the transform's graph unless an outer
     transform differentiates through it."""
@@ -132,8 +154,9 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
             diff = {n: _map(lambda x: _watch(x, keep), args[n]) for n in nums}
             for n, a in diff.items():
                 args[n] = a
-            output, aux = _split_aux(func(*args, **kwargs), has_aux,
-                                     "grad_and_value(f)(*args)")
+            with _transforming("grad"):
+                output = func(*args, **kwargs)
+            output, aux = _split_aux(output, has_aux, "grad_and_value(f)(*args)")
             if not isinstance(output, Tensor):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"Tensor, got {type(output)}")
@@ -172,7 +195,10 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     outer, keep = is_grad_enabled(), _inside_transform(_leaves(primals))
     with enable_grad():
         watched = tuple(_map(lambda x: _watch(x, keep), p) for p in primals)
-        output, aux = _split_aux(func(*watched), has_aux, "vjp(f, primals)")
+        with _transforming("vjp"):
+            output = func(*watched)
+        output, aux = _split_aux(output, has_aux, "vjp(f, primals)")
+    _only_tensors(output, "vjp(f, *primals)")
     inputs = _leaves(watched)
     keep = keep or (outer and _reaches_outside(_leaves(output), inputs))
 
@@ -207,8 +233,10 @@ def jvp(func: Callable, primals: tuple, tangents: tuple, *, has_aux: bool = Fals
     outer, keep = is_grad_enabled(), _inside_transform(_leaves(primals) + _leaves(tangents))
     with enable_grad():
         watched = tuple(_map(lambda x: _watch(x, True), p) for p in primals)
-        output, aux = _split_aux(func(*watched), has_aux, "jvp(f, primals, tangents)")
-        outs = _leaves(output)
+        with _transforming("jvp"):
+            output = func(*watched)
+        output, aux = _split_aux(output, has_aux, "jvp(f, primals, tangents)")
+        outs = _only_tensors(output, "jvp(f, primals, tangents)")
         keep = keep or (outer and _reaches_outside(outs, _leaves(watched)))
         # the backward pass is linear in these: their values never reach the result
         dummies = [o.new_zeros(o.shape).requires_grad_(True) for o in outs]
@@ -239,8 +267,13 @@ def _jacobian(func: Callable, argnums: int | tuple[int, ...], has_aux: bool,
             diff = {n: _map(lambda x: _watch(x, True), args[n]) for n in nums}
             for n, a in diff.items():
                 args[n] = a
-            output, aux = _split_aux(func(*args), has_aux,
+            with _transforming("jacfwd" if forward else "jacrev"):
+                output = func(*args)
+            output, aux = _split_aux(output, has_aux,
                                      f"{'jacfwd' if forward else 'jacrev'}(f, ...)(*args)")
+            # (PyTorch's jacfwd and jacrev are built on jvp and vjp: their messages)
+            _only_tensors(output, "jvp(f, primals, tangents)" if forward else
+                          "vjp(f, *primals)")
             inputs = [leaf for n in nums for leaf in _leaves(diff[n])]
             keep = keep or (outer and _reaches_outside(_leaves(output), inputs))
             per_output = [_rows(out, inputs, keep) for out in _leaves(output)]
@@ -258,14 +291,16 @@ def _rows(out: Tensor, inputs: list, keep: bool) -> list:
     """d out / d input for every input, each of shape out.shape + input.shape."""
     flat = out.reshape(-1)
     rows: list[list] = [[] for _ in inputs]
-    for j in range(flat.numel()):
+    # an output that does not depend on any input (the gradient of a function linear in
+    # its input, inside `hessian`) has a zero Jacobian, as PyTorch's
+    for j in range(flat.numel() if out.requires_grad else 0):
         grads = _autograd_grad([flat[j]], inputs, retain_graph=True, create_graph=keep,
                                allow_unused=True)
         for row, g, x in zip(rows, grads, inputs):
             row.append(g if g is not None else x.new_zeros(x.shape))
     result = []
     for row, x in zip(rows, inputs):
-        jac = (stack(row) if row else x.new_zeros((0,) + tuple(x.shape)))
+        jac = stack(row) if row else x.new_zeros((flat.numel(),) + tuple(x.shape))
         jac = jac.view(tuple(out.shape) + tuple(x.shape))  # (a view node, as PyTorch's)
         result.append(jac if keep else jac.detach())
     return result

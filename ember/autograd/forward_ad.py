@@ -116,7 +116,9 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
     if level < 0:
         return UnpackedDualTensor(tensor, None)
     _check_level(level, "_fw_primal")
-    return UnpackedDualTensor(_alias(tensor), _fw.tangent_of(tensor))
+    primal = _alias(tensor)
+    _fw.without_tangent(primal)
+    return UnpackedDualTensor(primal, _fw.tangent_of(tensor))
 
 
 class dual_level(contextlib.ContextDecorator):  # noqa: N801 - PyTorch's spelling

@@ -88,6 +88,15 @@ def set_tangent(t: Any, tangent: Any) -> None:
     d["_fw_tangent"], d["_fw_version"] = tangent, t._vc[0]
 
 
+def without_tangent(t: Any) -> None:
+    """`t`, a view, carries no tangent at the current level, not even its base's
+    (`unpack_dual`'s primal: PyTorch's `_fw_primal` view has no forward gradient)."""
+    d = t.__dict__
+    d.pop("_fw_tangent", None)
+    d["_fw_version"] = t._vc[0]  # (the base's tangent is not taken up again)
+    _holders.append(weakref.ref(t))
+
+
 class suspended:  # noqa: N801 - a context manager, named as grad modes are
     """Ops run inside propagate no tangent (a tangent's own computation, `unpack_dual`'s
     primal); grad mode is on, as the backward being differentiated needs it."""
