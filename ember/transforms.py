@@ -25,6 +25,8 @@ in PyTorch (`vmap(grad(loss), in_dims=(None, 0, 0))(params_dict, x, y)`).
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -510,7 +512,7 @@ class _PerSampleValues:
                     tensors[id(t)] = t
 
     def read(self, x: Any, how: str) -> None:
-        if id(x) in self.tensors:
+        if id(x) in self.tensors and not _read_by_ember():
             raise RuntimeError(_VALUE_READ_MESSAGES.get(how, _ITEM_MESSAGE))
 
     def enter(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> None:
@@ -521,6 +523,21 @@ class _PerSampleValues:
 
     def abandon(self, node: Any) -> None:
         return None
+
+
+_EMBER_ROOT = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_TENSOR_FILE = os.path.join(_EMBER_ROOT, "core", "tensor.py")
+
+
+def _read_by_ember() -> bool:
+    """Whether the value read is ember's own (an op's check of a LAPACK info, say), not
+    the function's: PyTorch's kernels look at batched values without Python seeing them,
+    and only the function's own `.item()` or `if t:` is refused. The reader is the first
+    frame outside the recorder and the Tensor methods (`float(t)` reads through `item`)."""
+    frame = sys._getframe(3)  # read <- note_python_value <- the Tensor method
+    while frame is not None and frame.f_code.co_filename == _TENSOR_FILE:
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(_EMBER_ROOT)
 
 
 class VmapInfo(NamedTuple):

@@ -110,3 +110,109 @@ def test_grad_output_shape_mismatch_message() -> None:
         return lambda: lib.autograd.grad(x * 2, x, lib.ones(4))
     t, e = _error(call(torch)), _error(call(ember))
     assert e == (t[0], t[1].replace("torch.Size", "ember.Size"))
+
+
+# -- nn.Module ------------------------------------------------------------------------------
+
+def _as_ember(text: str) -> str:
+    return text.replace("torch", "ember")
+
+
+def test_private_state_dict_hook_may_return_a_new_dict() -> None:
+    """`_register_state_dict_hook` (libraries' form): edits in place, or returns a new
+    state_dict, respected for the module state_dict is called on; refused for a hook that
+    was registered through the public API."""
+    results = []
+    for lib in (torch, ember):
+        outer = lib.nn.Sequential(lib.nn.Linear(1, 1))
+        outer[0]._register_state_dict_hook(
+            lambda m, sd, prefix, meta: sd.__setitem__(prefix + "note", 1))
+        h = outer._register_state_dict_hook(lambda m, sd, prefix, meta: {"only": 2})
+        first = dict(outer.state_dict())
+        h.remove()
+        second = sorted(outer.state_dict())
+
+        def hook(m, sd, prefix, meta):
+            return None
+        outer.register_state_dict_post_hook(hook)
+        results.append((first, second,
+                        _error(lambda m=outer, h=hook: m._register_state_dict_hook(h))))
+    assert results[1] == results[0]
+
+
+def test_module_registration_messages_name_the_api() -> None:
+    def call(lib, which):
+        m = lib.nn.Linear(1, 1)
+        m.register_buffer("nb", None)
+        return {"buffer": lambda: m.register_buffer("q", 3),
+                "assign buffer": lambda: setattr(m, "nb", 3),
+                "assign module": lambda: setattr(lib.nn.Sequential(m), "0", lib.ones(1)),
+                "extra state": lambda: lib.nn.Module().get_extra_state(),
+                "set extra state": lambda: lib.nn.Module().set_extra_state(1)}[which]
+    for which in ("buffer", "assign buffer", "assign module", "extra state", "set extra state"):
+        t = _error(call(torch, which))
+        assert _error(call(ember, which)) == (t[0], t[1].replace("torch.", "ember.").replace(
+            "(torch ", "(ember ").replace("pytorch/pytorch", "pytorch/pytorch")), which
+
+
+def test_dir_of_a_module_lists_t_destination() -> None:
+    def public(lib):
+        return [k for k in dir(lib.nn.Linear(1, 1)) if not k.startswith("_")]
+    assert public(ember) == public(torch)
+
+
+def test_state_dict_positional_and_backward_hook_warnings_as_torch() -> None:
+    import warnings
+    for lib in (torch, ember):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.nn.Linear(1, 1).state_dict(None, "p.")
+            lin = lib.nn.Linear(2, 2)
+            lin.register_full_backward_hook(lambda m, gi, go: None)
+            lin(lib.ones(1, 2)).sum().backward()
+        messages = [str(w.message) for w in caught]
+        assert messages[0].endswith("torch.nn.Module.state_dict for details.")
+        assert messages[1].startswith("Full backward hook is firing")
+        assert caught[1].filename == __file__  # (at the backward() call, not inside ember)
+
+
+@pytest.mark.parametrize("args", [("cpu", "cpu"), ("cpu", "float32", "x"), ("f32", "f32"),
+                                  ("cpu", "float64", False, False, False), ("tensor", "f64")])
+def test_to_refuses_invalid_positional_combinations(args: tuple) -> None:
+    def call(lib, module):
+        def arg(a):
+            return {"float32": lib.float32, "f32": lib.float32, "float64": lib.float64,
+                    "f64": lib.float64, "tensor": lib.ones(1)}.get(a, a)
+        target = lib.nn.Linear(1, 1) if module else lib.ones(1)
+        return lambda: target.to(*map(arg, args))
+    for module in (False, True):
+        t = _error(call(torch, module))
+        assert t is not None and _error(call(ember, module)) == (t[0], _as_ember(t[1]))
+
+
+def test_to_keeps_every_valid_positional_form() -> None:
+    x = ember.ones(1)
+    assert x.to("cpu", ember.float64, True, True).dtype is ember.float64
+    assert x.to(ember.float64, True).dtype is ember.float64
+    assert x.to(x, True).dtype is ember.float32
+    assert x.to(None, ember.float16).dtype is ember.float16
+    assert x.to(ember.device("cpu"), None).dtype is ember.float32
+    assert x.to(float, True).dtype is ember.float64
+
+
+@pytest.mark.parametrize("device", ["xpu", "ipu", "mtia"])
+def test_module_moves_to_absent_devices_refused_as_torch(device: str) -> None:
+    t = _error(lambda: getattr(torch.nn.Linear(1, 1), device)())
+    assert _error(lambda: getattr(ember.nn.Linear(1, 1), device)()) == t
+
+
+def test_vmap_lets_ops_check_their_own_values() -> None:
+    """vmap over linalg.solve (its singularity check reads the LAPACK info inside ember)
+    works, as PyTorch's; the function's own reads (`float(t)`, `if t:`) are refused."""
+    def run(lib):
+        A = lib.eye(2).expand(3, 2, 2) * lib.tensor([1.0, 2.0, 4.0]).view(3, 1, 1)
+        return lib.func.vmap(lib.linalg.solve)(A, lib.ones(3, 2))
+    assert run(ember).tolist() == run(torch).tolist()
+    for fn in (lambda v: float(v.sum()), lambda v: v if v.sum() > 0 else -v):
+        t = _error(lambda fn=fn: torch.func.vmap(fn)(torch.ones(2, 3)))
+        assert _error(lambda fn=fn: ember.func.vmap(fn)(ember.ones(2, 3))) == t

@@ -976,9 +976,14 @@ def _numbers_close(t_out: str, e_out: str) -> None:
 # set AI (session 38): torch.func as research code drives it (grad/vjp/jvp/jacrev/jacfwd with
 # argnums and has_aux, hessian, vmap in_dims pytrees / out_dims / chunk_size / randomness,
 # functional_call with (params, buffers), stack_module_state ensembles, linearize,
-# autograd.functional strategies, dual numbers with a custom jvp, transforms' errors)
+# autograd.functional strategies, dual numbers with a custom jvp, transforms' errors); nn.Module
+# and nn.init as libraries drive them (every init seeded, named_modules/parameters variants, tied
+# weights, load_state_dict strictness and errors, state_dict and forward/backward hooks,
+# containers and their reprs, dtype/memory-format moves, registration and attribute errors)
 PROGRAMS_AI38 = [
     Program("func_transforms_research.py", extra=_numbers_close, long=True),
+    # seeded initial weights and fixed data: the same text
+    Program("module_init_api.py", same=r"(?m)^.*", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_AI38
 

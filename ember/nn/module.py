@@ -12,12 +12,13 @@ import itertools
 import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import ember
 from ember import Tensor
 from ember.autograd import Function
 from ember.core.backend import api_name
+from ember.core.dispatch import user_stacklevel
 from ember.core.hooks import RemovableHandle
 from ember.core.ops.elementwise import to_arguments
 from ember.nn.parameter import Buffer, Parameter
@@ -26,6 +27,8 @@ __all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
            "register_module_forward_pre_hook"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+_FILE_AN_ISSUE = ("Please file an issue at https://github.com/pytorch/pytorch/issues/new?"
+                  "template=bug-report.yml to report this bug.")
 
 
 # -- global module hooks (every module's calls: for debugging and the profiler) -------
@@ -285,7 +288,7 @@ class _BackwardHook:
                               "respect to module outputs since no inputs require gradients. "
                               "See https://docs.pytorch.org/docs/main/generated/torch.nn.Module"
                               ".html#torch.nn.Module.register_full_backward_hook for more "
-                              "details.", stacklevel=2)
+                              "details.", stacklevel=user_stacklevel())  # (at backward())
                 grad_inputs = self._pack_with_none([], (), self.n_inputs)
                 for user_hook in self.user_hooks:
                     res = user_hook(self.module, grad_inputs, self.grad_outputs)
@@ -310,6 +313,10 @@ def _forward_unimplemented(self: Module, *input: Any) -> None:
                               f'"forward" function')
 
 
+def _no_device(err: Exception) -> Any:
+    raise err
+
+
 class Module:
     r"""Base class for all neural network modules.
 
@@ -329,6 +336,8 @@ class Module:
     """
 
     dump_patches: bool = False
+    # the type state_dict returns (a class attribute of PyTorch's: `dir(module)` lists it)
+    T_destination = TypeVar("T_destination", bound=dict)
     # bumped by subclasses whose state_dict layout changes (see BatchNorm)
     _version: int = 1
     training: bool
@@ -380,7 +389,7 @@ class Module:
         self._check_new_name("buffer", name, "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
-                            "(ember Tensor or None required)")
+                            f"({api_name()} Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -506,12 +515,12 @@ class Module:
         """State beyond parameters and buffers to put in :meth:`state_dict` (override it
         together with :meth:`set_extra_state`)."""
         raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
-                           "be called.")
+                           "be called. " + _FILE_AN_ISSUE)
 
     def set_extra_state(self, state: Any) -> None:
         """Restore the state returned by :meth:`get_extra_state`."""
         raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
-                           "be called.")
+                           "be called. " + _FILE_AN_ISSUE)
 
     # -- attribute protocol -----------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -563,15 +572,15 @@ class Module:
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{_typename(value)}' as child module "
-                                    f"'{name}' (ember.nn.Module or None expected)")
+                                    f"'{name}' ({api_name()}.nn.Module or None expected)")
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
                 if isinstance(value, Buffer) or (buffers is not None and name in buffers):
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{_typename(value)}' as buffer "
-                                        f"'{name}' (ember.nn.Buffer, ember.Tensor or None "
-                                        "expected)")
+                                        f"'{name}' ({api_name()}.nn.Buffer, {api_name()}.Tensor "
+                                        "or None expected)")
                     if isinstance(value, Buffer):
                         persistent = value.persistent
                     else:
@@ -833,6 +842,24 @@ class Module:
         r"""Move all parameters and buffers to a CUDA device (in place)."""
         return self._apply(lambda t: t.cuda(device))
 
+    def xpu(self, device: Any = None) -> Module:
+        r"""Move all parameters and buffers to an XPU device (in place)."""
+        where = "xpu" if device is None else f"xpu:{device}" if isinstance(device, int) else device
+        return self._apply(lambda t: t.to(where))
+
+    def ipu(self, device: Any = None) -> Module:
+        r"""Move all parameters and buffers to an IPU (ember has none: PyTorch's refusal)."""
+        return self._apply(lambda t: _no_device(RuntimeError(
+            "PyTorch is not linked with support for ipu devices")))
+
+    def mtia(self, device: Any = None) -> Module:
+        r"""Move all parameters and buffers to an MTIA device (ember has none: PyTorch's
+        refusal)."""
+        return self._apply(lambda t: _no_device(AssertionError(
+            "Torch not compiled with MTIA enabled. Ensure you have `import mtia.host_runtime."
+            "torch_mtia.dynamic_library` in your python src file and include `//mtia/"
+            "host_runtime/torch_mtia:torch_mtia` as your target dependency!")))
+
     def cpu(self) -> Module:
         r"""Move all parameters and buffers to the CPU (in place)."""
         return self._apply(lambda t: t.cpu())
@@ -967,6 +994,19 @@ class Module:
         collects this module's entries."""
         handle = RemovableHandle(self._state_dict_pre_hooks)
         self._state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        r"""PyTorch's private form of :meth:`register_state_dict_post_hook`, used by
+        libraries: ``hook(module, state_dict, prefix, local_metadata)`` may also return a
+        new ``state_dict``, respected when this module is the one ``state_dict`` is
+        called on."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook "
+                               "that was previously registered via "
+                               "register_state_dict_post_hook")
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
         return handle
 
     def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
@@ -1115,8 +1155,9 @@ class Module:
             keep_vars (bool, optional): do not detach the values.
         """
         if args:  # torch's deprecated positional form: (destination, prefix, keep_vars)
-            warnings.warn("Positional args are being deprecated, use kwargs instead.",
-                          FutureWarning, stacklevel=2)
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
             if destination is None:
                 destination = args[0]
             if len(args) > 1 and prefix == "":
