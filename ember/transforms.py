@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 from ember.core import tracing
 from ember.core.creation import default_generator, vmap_randomness
 from ember.core.engine import grad as _autograd_grad
+from ember.core.forward_ad import check_dual
 from ember.core.function import func_transforms
 from ember.core.grad_mode import enable_grad, is_grad_enabled
 from ember.core.graph import AccumulateGrad, edge_of
@@ -92,9 +93,13 @@ def _watch(x: Any, keep: bool) -> Any:
 
 
 def _argnums(argnums: int | tuple[int, ...], count: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not isinstance(argnums, (int, tuple)):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    nums = (argnums,) if isinstance(argnums, int) else argnums
     if not nums:
         raise RuntimeError("argnums must be non-empty")
+    if len(set(nums)) != len(nums):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
     for n in nums:
         if not isinstance(n, int):
             raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(n)}")
@@ -229,9 +234,17 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
 
 def jvp(func: Callable, primals: tuple, tangents: tuple, *, has_aux: bool = False) -> tuple:
     """`(output, jvp_out)`: the Jacobian of `func` at `primals` times `tangents`."""
-    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
-        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be "
-                           "tuples")
+    if not isinstance(primals, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
+                           "should be valid to call f(*primals).")
+    if tree_structure(primals) != tree_structure(tangents):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+            "structure. For example, if primals is a tuple of 3 tensors, tangents also must "
+            f"be. Got primals with structure {tree_structure(primals)} and tangents with "
+            f"structure {tree_structure(tangents)}")
+    for p, t in zip(_leaves(primals), _leaves(tangents)):
+        check_dual(p, t)  # (PyTorch makes them dual tensors: make_dual's refusals)
     outer, keep = is_grad_enabled(), _inside_transform(_leaves(primals) + _leaves(tangents))
     with enable_grad():
         watched = tuple(_map(lambda x: _watch(x, True), p) for p in primals)
@@ -312,14 +325,23 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
            chunk_size: int | None = None) -> Callable:
     """Returns a function computing the Jacobian of `func` with respect to `argnums` by
     reverse mode: for each output, a tensor of shape `output.shape + input.shape`."""
+    if not (chunk_size is None or chunk_size > 0):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
     return _jacobian(func, argnums, has_aux, forward=False)
 
 
 def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable:
     """Returns a function computing the Jacobian of `func` with respect to `argnums`
-    (the same values as `jacrev`; ember computes both row by row)."""
-    return _jacobian(func, argnums, has_aux, forward=True)
+    (the same values as `jacrev`; ember computes both row by row). Random ops inside
+    follow `randomness`, as in PyTorch's, whose jacfwd vmaps over the tangents."""
+    def randomized(*args: Any, **kwargs: Any) -> Any:
+        vmap_randomness.append(randomness)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            vmap_randomness.pop()
+    return _jacobian(randomized, argnums, has_aux, forward=True)
 
 
 def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
@@ -396,8 +418,11 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', "
                            f"or 'same'. Got {randomness}")
+    if not (chunk_size is None or chunk_size > 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
+                         f"{chunk_size})")
 
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapped(*args: Any, **kwargs: Any) -> Any:  # (PyTorch's name)
         name = getattr(func, "__name__", repr(func))
         call = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
         if isinstance(in_dims, int):
@@ -416,11 +441,12 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         if rule is not None:
             return _vmap_by_rule(rule, VmapInfo(size, randomness), dims, args, kwargs,
                                  out_dims)
+        if size == 0:  # the function sees one sample of zeros; its outputs are emptied
+            return _empty_batch(func, randomness, args, dims, kwargs, out_dims, name)
         outputs = _map_samples(func, randomness, size, lambda i: _slice(args, dims, i), kwargs,
                                args)
         leaves = [_leaves(o) for o in outputs]
-        out_leaves = _leaves(out_dims) if not isinstance(out_dims, int) else \
-            [out_dims] * len(leaves[0])
+        out_leaves = _out_dims_per_leaf(out_dims, outputs[0], name)
         for leaf, d in zip(leaves[0], out_leaves):
             if d is not None and not isinstance(leaf, Tensor):  # (None: returned as it is)
                 raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
@@ -429,7 +455,52 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         stacked = [stack([ls[k] for ls in leaves], dim=d) if d is not None else leaves[0][k]
                    for k, d in enumerate(out_leaves)]
         return _unflatten(outputs[0], stacked)
-    return wrapper
+    return wrapped
+
+
+def _empty_batch(func: Callable, randomness: str, args: Any, dims: Any, kwargs: dict,
+                 out_dims: Any, name: str) -> Any:
+    """vmap over a mapped size of 0: outputs of the shapes and dtypes `func` gives a
+    sample, with a mapped dimension of size 0 (PyTorch's batched tensors of size 0)."""
+    sample = _zero_sample(args, dims)
+    out = _map_samples(func, randomness, 1, lambda i: sample, kwargs, args)[0]
+    per_leaf = _out_dims_per_leaf(out_dims, out, name)
+    leaves = [leaf if d is None else leaf.unsqueeze(d).narrow(d, 0, 0)
+              for leaf, d in zip(_leaves(out), per_leaf)]
+    return _unflatten(out, leaves)
+
+
+def _zero_sample(args: Any, dims: Any) -> Any:
+    """A sample of zeros for every mapped input (its mapped dimension removed)."""
+    if dims is None:
+        return args
+    if isinstance(dims, int):
+        return _map(lambda t: t.select(dims, 0) if t.shape[dims] else
+                    t.new_zeros(t.shape[:dims % t.dim()] + t.shape[dims % t.dim() + 1:]), args)
+    if isinstance(dims, dict):
+        return {k: _zero_sample(v, dims.get(k)) for k, v in args.items()}
+    items = [_zero_sample(a, d) for a, d in zip(args, dims)]
+    if isinstance(args, tuple) and hasattr(args, "_fields"):
+        return type(args)(*items)
+    return type(args)(items)
+
+
+def _out_dims_per_leaf(out_dims: Any, output: Any, name: str) -> list:
+    """`out_dims` for each leaf of the (first sample's) output: an int or None for all,
+    or a pytree of them matching the output's (PyTorch's refusal otherwise)."""
+    if isinstance(out_dims, int) or out_dims is None:
+        return [out_dims] * len(_leaves(output))
+    flat = _leaves(out_dims)
+    if isinstance(output, Tensor):
+        fits = isinstance(out_dims, tuple) and len(out_dims) == 1
+    else:
+        fits = tree_structure(out_dims) == tree_structure(output)
+    if not fits:
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                         "compatible with the structure of `outputs`. out_dims has structure "
+                         f"{tree_structure(out_dims)} but outputs has structure "
+                         f"{tree_structure(output)}.")
+    return flat
 
 
 def _map_samples(func: Callable, randomness: str, size: int, sample: Callable[[int], Any],
@@ -592,6 +663,11 @@ def stack_module_state(models: list) -> tuple[dict, dict]:
     parameters are new leaves that require grad."""
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    if any(type(m) is not type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
     params = {name: stack([dict(m.named_parameters())[name].detach() for m in models])
               .requires_grad_(True) for name, _ in models[0].named_parameters()}
     buffers = {name: stack([dict(m.named_buffers())[name] for m in models])

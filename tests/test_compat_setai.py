@@ -216,3 +216,44 @@ def test_vmap_lets_ops_check_their_own_values() -> None:
     for fn in (lambda v: float(v.sum()), lambda v: v if v.sum() > 0 else -v):
         t = _error(lambda fn=fn: torch.func.vmap(fn)(torch.ones(2, 3)))
         assert _error(lambda fn=fn: ember.func.vmap(fn)(ember.ones(2, 3))) == t
+
+
+_PROBES = {
+    "vmap out_dims structure": lambda lib: lib.func.vmap(lambda v: v, out_dims=(0, 1))(
+        lib.ones(2, 3)),
+    "vmap chunk_size 0": lambda lib: lib.func.vmap(lib.sin, chunk_size=0),
+    "jacrev chunk_size 0": lambda lib: lib.func.jacrev(lib.sin, chunk_size=0),
+    "argnums list": lambda lib: lib.func.grad(lambda a, b: (a * b).sum(), argnums=[0, 1])(
+        lib.ones(2), lib.ones(2)),
+    "argnums float": lambda lib: lib.func.grad(lambda a: a.sum(), argnums=1.0)(lib.ones(2)),
+    "argnums repeated": lambda lib: lib.func.grad(lambda a, b: (a * b).sum(), argnums=(0, 0))(
+        lib.ones(2), lib.ones(2)),
+    "jvp primals list": lambda lib: lib.func.jvp(lib.sin, [lib.ones(2)], (lib.ones(2),)),
+    "jvp structure": lambda lib: lib.func.jvp(lib.sin, (lib.ones(2),), (lib.ones(2),) * 2),
+    "jvp tangent shape": lambda lib: lib.func.jvp(lib.sin, (lib.ones(2),), (lib.ones(3),)),
+    "jvp int tangent": lambda lib: lib.func.jvp(lib.sin, (lib.ones(2),),
+                                                (lib.ones(2, dtype=lib.long),)),
+    "jacfwd random op": lambda lib: lib.func.jacfwd(lambda v: v * lib.rand(3))(lib.ones(3)),
+    "stack_module_state modes": lambda lib: lib.func.stack_module_state(
+        [lib.nn.Linear(1, 1), lib.nn.Linear(1, 1).eval()]),
+    "stack_module_state classes": lambda lib: lib.func.stack_module_state(
+        [lib.nn.Linear(1, 1), lib.nn.Bilinear(1, 1, 1)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PROBES))
+def test_transform_argument_refusals_as_torch(name: str) -> None:
+    t = _error(lambda: _PROBES[name](torch))
+    assert t is not None
+    assert _error(lambda: _PROBES[name](ember)) == (t[0], t[1].replace("torch.", "ember."))
+
+
+def test_vmap_over_an_empty_batch_and_jacfwd_randomness() -> None:
+    def run(lib):
+        vmap = lib.func.vmap
+        a, b = vmap(lambda v: (v.sum(), v * 2), out_dims=(0, 1))(lib.ones(0, 3))
+        c = vmap(lambda v, w: v @ w, in_dims=(1, None))(lib.ones(3, 0), lib.ones(3, 2))
+        d = vmap(lib.argmax)(lib.ones(0, 3, dtype=lib.long))
+        e = lib.func.jacfwd(lambda v: v * lib.rand(()), randomness="same")(lib.ones(2))
+        return [(tuple(t.shape), str(t.dtype).split(".")[-1]) for t in (a, b, c, d, e)]
+    assert run(ember) == run(torch)

@@ -305,3 +305,19 @@ err('vmap no tensors', lambda: vmap(lambda v: v, in_dims=None)(batch))
 err('jacrev non-tensor out', lambda: jacrev(lambda v: 3.0)(t))
 err('old-style Function under jvp', lambda: jvp(Square.apply, (primal,), (tangent,)))
 err('vjp wrong cotangent shape', lambda: vjp(torch.sin, t)[1](torch.ones(4)))
+err('grad argnums list', lambda: grad(lambda a, c: (a * c).sum(), argnums=[0, 1])(t, t))
+err('grad argnums repeated', lambda: grad(lambda a, c: (a * c).sum(), argnums=(0, 0))(t, t))
+err('vmap chunk_size 0', lambda: vmap(torch.sin, chunk_size=0))
+err('jacrev chunk_size 0', lambda: jacrev(torch.sin, chunk_size=0))
+err('vmap out_dims structure', lambda: vmap(lambda v: v, out_dims=(0, 1))(batch))
+err('jvp primals list', lambda: jvp(torch.sin, [t], (t,)))
+err('jvp structure', lambda: jvp(torch.sin, (t,), (t, t)))
+err('jvp tangent shape', lambda: jvp(torch.sin, (t,), (torch.ones(2),)))
+err('jacfwd random op', lambda: jacfwd(lambda v: v * torch.rand(3))(t))
+err('ensemble of mixed modes', lambda: stack_module_state([nn.Linear(1, 1),
+                                                           nn.Linear(1, 1).eval()]))
+show('vmap empty batch', [o.shape for o in vmap(lambda v: (v.sum(), v * 2), out_dims=(0, 1))(
+    torch.ones(0, 3))])
+show('vmap over linalg.solve', vmap(torch.linalg.solve)(
+    torch.eye(2).expand(3, 2, 2) * torch.tensor([1.0, 2.0, 4.0]).view(3, 1, 1),
+    torch.ones(3, 2)))
