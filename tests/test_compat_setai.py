@@ -257,3 +257,50 @@ def test_vmap_over_an_empty_batch_and_jacfwd_randomness() -> None:
         e = lib.func.jacfwd(lambda v: v * lib.rand(()), randomness="same")(lib.ones(2))
         return [(tuple(t.shape), str(t.dtype).split(".")[-1]) for t in (a, b, c, d, e)]
     assert run(ember) == run(torch)
+
+
+def _global_hooks_run(lib) -> list:
+    from importlib import import_module
+    mm = import_module(lib.__name__ + ".nn.modules.module")
+    seen: list = []
+    handles = [
+        mm.register_module_full_backward_pre_hook(
+            lambda m, go: seen.append(("bpre", type(m).__name__))),
+        mm.register_module_full_backward_hook(
+            lambda m, gi, go: seen.append(("bh", type(m).__name__, tuple(gi[0].shape)))),
+        mm.register_module_buffer_registration_hook(
+            lambda m, n, b: seen.append(("buf", n))),
+        mm.register_module_parameter_registration_hook(
+            lambda m, n, p: seen.append(("param", n))),
+        mm.register_module_module_registration_hook(
+            lambda m, n, s: (seen.append(("mod", n)), lib.nn.Tanh())[1] if n == "act" else None),
+    ]
+    try:
+        net = lib.nn.Sequential(lib.nn.Linear(2, 2))
+        net.act = lib.nn.ReLU()
+        net.register_buffer("stat", lib.zeros(1))
+        net(lib.ones(1, 2, requires_grad=True)).sum().backward()
+        seen.append(type(net.act).__name__)
+    finally:
+        for h in handles:
+            h.remove()
+    net(lib.ones(1, 2, requires_grad=True)).sum().backward()  # (removed: nothing more)
+    return seen
+
+
+def test_global_backward_and_registration_hooks() -> None:
+    assert _global_hooks_run(ember) == _global_hooks_run(torch)
+
+
+def test_backward_hook_changing_a_size_and_parameter_deepcopy() -> None:
+    import copy
+    outs = []
+    for lib in (torch, ember):
+        lin = lib.nn.Linear(2, 2)
+        lin.register_full_backward_hook(lambda m, gi, go, lib=lib: (lib.ones(3),))
+        err = _error(lambda lin=lin, lib=lib:
+                     lin(lib.ones(1, 2, requires_grad=True)).sum().backward())
+        lin = lib.nn.Linear(1, 1)
+        lin(lib.ones(1, 1)).sum().backward()
+        outs.append((err, copy.deepcopy(lin).weight.grad, copy.deepcopy(lin.weight.grad) is None))
+    assert outs[1] == outs[0]

@@ -454,3 +454,34 @@ err('to too many', lambda: torch.ones(1).to('cpu', torch.float64, False, False, 
 err('to_empty', lambda: lin.to_empty(device='cpu').weight.shape)
 print('public dir', [k for k in dir(nn.Linear(1, 1)) if not k.startswith('_')][:14])
 print('repeated repr', nn.ModuleList([nn.Linear(2, 2) for _ in range(3)] + [nn.ReLU()] * 2))
+
+# --- global hooks (profilers, debuggers), hook refusals, deepcopy of trained params ----------
+from torch.nn.modules import module as module_api  # noqa: E402
+
+seen = []
+handles = [
+    module_api.register_module_forward_pre_hook(lambda m, a: seen.append(('pre', type(m).__name__))),
+    module_api.register_module_full_backward_pre_hook(
+        lambda m, go: seen.append(('bpre', type(m).__name__))),
+    module_api.register_module_full_backward_hook(
+        lambda m, gi, go: seen.append(('bh', type(m).__name__, [None if g is None else
+                                                                tuple(g.shape) for g in gi]))),
+    module_api.register_module_parameter_registration_hook(
+        lambda m, n, p: seen.append(('param', n))),
+    module_api.register_module_module_registration_hook(lambda m, n, s: seen.append(('mod', n))),
+    module_api.register_module_buffer_registration_hook(lambda m, n, b: seen.append(('buf', n))),
+]
+gnet = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+gnet(torch.ones(3, 2, requires_grad=True)).sum().backward()
+for h in handles:
+    h.remove()
+print('global hooks', seen)
+wrong = nn.Linear(2, 2)
+wrong.register_full_backward_hook(lambda m, gi, go: (torch.ones(3),))
+err('hook changes size', lambda: wrong(torch.ones(1, 2, requires_grad=True)).sum().backward())
+wrong = nn.Linear(2, 2)
+wrong.register_full_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
+err('hook count', lambda: wrong(torch.ones(1, 2, requires_grad=True)).sum().backward())
+trained = nn.Linear(2, 1)
+trained(torch.ones(1, 2)).sum().backward()
+print('deepcopy drops .grad', copy.deepcopy(trained).weight.grad, trained.weight.grad)
