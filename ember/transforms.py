@@ -379,8 +379,7 @@ def _batch_size(args: Any, dims: Any, call: str) -> int:
                 visit(arg[k], d)
     visit(args, dims)
     if not sizes:
-        raise ValueError(f"{call}: at least one input must be batched (in_dims must not be "
-                         "None for every input)")
+        raise ValueError("vmap: Expected at least one Tensor to vmap over")
     if len(set(sizes)) != 1:
         raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
                          f"dimension, got sizes {sizes} for the mapped dimension")
@@ -425,6 +424,10 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     def wrapped(*args: Any, **kwargs: Any) -> Any:  # (PyTorch's name)
         name = getattr(func, "__name__", repr(func))
         call = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
+        if not args:
+            raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add "
+                             "inputs, or you are trying to vmap over a function with no "
+                             "inputs. The latter is unsupported.")
         if isinstance(in_dims, int):
             dims: Any = (in_dims,) * len(args)
         elif isinstance(in_dims, tuple):
@@ -581,6 +584,10 @@ class _PerSampleValues:
             for t in _leaves(out):
                 if isinstance(t, Tensor):
                     tensors[id(t)] = t
+
+    def batched(self, t: Any) -> bool:
+        """Whether `t` is (computed from) a sample of the mapped inputs."""
+        return id(t) in self.tensors
 
     def read(self, x: Any, how: str) -> None:
         if id(x) in self.tensors and not _read_by_ember():

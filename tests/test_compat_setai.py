@@ -304,3 +304,25 @@ def test_backward_hook_changing_a_size_and_parameter_deepcopy() -> None:
         lin(lib.ones(1, 1)).sum().backward()
         outs.append((err, copy.deepcopy(lin).weight.grad, copy.deepcopy(lin.weight.grad) is None))
     assert outs[1] == outs[0]
+
+
+def test_vmap_refuses_training_batch_norm_with_unbatched_running_stats() -> None:
+    """PyTorch's refusal for vmap over a training BatchNorm whose running statistics are
+    shared; with track_running_stats=False, in eval mode, or with stacked (batched) buffers
+    of an ensemble it runs; vmap of nothing to map: PyTorch's messages."""
+    import copy
+
+    def run(lib):
+        nn, f = lib.nn, lib.func
+        x = lib.ones(2, 4, 3)
+        models = [nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3)) for _ in range(2)]
+        p, b = f.stack_module_state(models)
+        base = copy.deepcopy(models[0]).to("meta")
+        return [_error(lambda: f.vmap(nn.BatchNorm1d(3))(x)),
+                _error(lambda: f.vmap(nn.BatchNorm1d(3, track_running_stats=False))(x)),
+                _error(lambda: f.vmap(nn.BatchNorm1d(3).eval())(x)),
+                _error(lambda: f.vmap(lambda p, b, d: f.functional_call(base, (p, b), (d,)))(
+                    p, b, x)),
+                _error(lambda: f.vmap(lambda v: v, in_dims=(None,))(x)),
+                _error(lambda: f.vmap(lambda: x)())]
+    assert run(ember) == run(torch)

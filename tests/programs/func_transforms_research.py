@@ -321,3 +321,8 @@ show('vmap empty batch', [o.shape for o in vmap(lambda v: (v.sum(), v * 2), out_
 show('vmap over linalg.solve', vmap(torch.linalg.solve)(
     torch.eye(2).expand(3, 2, 2) * torch.tensor([1.0, 2.0, 4.0]).view(3, 1, 1),
     torch.ones(3, 2)))
+err('vmap over a training BatchNorm', lambda: vmap(nn.BatchNorm1d(3))(torch.randn(2, 4, 3)))
+show('vmap over BatchNorm without running stats', vmap(nn.BatchNorm1d(
+    3, track_running_stats=False))(torch.randn(2, 4, 3)).shape)
+err('vmap of nothing batched', lambda: vmap(lambda v: v, in_dims=(None,))(batch))
+err('vmap without inputs', lambda: vmap(lambda: batch)())
