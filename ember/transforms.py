@@ -25,6 +25,8 @@ in PyTorch (`vmap(grad(loss), in_dims=(None, 0, 0))(params_dict, x, y)`).
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -32,6 +34,8 @@ from typing import Any, NamedTuple
 from ember.core import tracing
 from ember.core.creation import default_generator, vmap_randomness
 from ember.core.engine import grad as _autograd_grad
+from ember.core.forward_ad import check_dual
+from ember.core.function import func_transforms
 from ember.core.grad_mode import enable_grad, is_grad_enabled
 from ember.core.graph import AccumulateGrad, edge_of
 from ember.core.ops.shape import stack
@@ -89,9 +93,13 @@ def _watch(x: Any, keep: bool) -> Any:
 
 
 def _argnums(argnums: int | tuple[int, ...], count: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not isinstance(argnums, (int, tuple)):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    nums = (argnums,) if isinstance(argnums, int) else argnums
     if not nums:
         raise RuntimeError("argnums must be non-empty")
+    if len(set(nums)) != len(nums):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
     for n in nums:
         if not isinstance(n, int):
             raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(n)}")
@@ -113,6 +121,27 @@ def _split_aux(output: Any, has_aux: bool, call: str) -> tuple[Any, Any]:
     return output
 
 
+def _only_tensors(output: Any, call: str) -> list:
+    """The leaves of a transformed function's output, all tensors as PyTorch requires
+    (`call` names the transform's call in the message)."""
+    leaves = _leaves(output)
+    for leaf in leaves:
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"{call}: expected f(*primals) to return only tensors, got "
+                               f"unsupported type {type(leaf)}")
+    return leaves
+
+
+@contextlib.contextmanager
+def _transforming(name: str) -> Iterator[None]:
+    """While a transform's function runs (custom Functions check it)."""
+    func_transforms.append(name)
+    try:
+        yield
+    finally:
+        func_transforms.pop()
+
+
 def _plain(tree: Any, keep: bool) -> Any:
     """`tree` as the caller sees it: detached from the transform's graph unless an outer
     transform differentiates through it."""
@@ -132,8 +161,9 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
             diff = {n: _map(lambda x: _watch(x, keep), args[n]) for n in nums}
             for n, a in diff.items():
                 args[n] = a
-            output, aux = _split_aux(func(*args, **kwargs), has_aux,
-                                     "grad_and_value(f)(*args)")
+            with _transforming("grad"):
+                output = func(*args, **kwargs)
+            output, aux = _split_aux(output, has_aux, "grad_and_value(f)(*args)")
             if not isinstance(output, Tensor):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"Tensor, got {type(output)}")
@@ -172,7 +202,10 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     outer, keep = is_grad_enabled(), _inside_transform(_leaves(primals))
     with enable_grad():
         watched = tuple(_map(lambda x: _watch(x, keep), p) for p in primals)
-        output, aux = _split_aux(func(*watched), has_aux, "vjp(f, primals)")
+        with _transforming("vjp"):
+            output = func(*watched)
+        output, aux = _split_aux(output, has_aux, "vjp(f, primals)")
+    _only_tensors(output, "vjp(f, *primals)")
     inputs = _leaves(watched)
     keep = keep or (outer and _reaches_outside(_leaves(output), inputs))
 
@@ -201,14 +234,24 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
 
 def jvp(func: Callable, primals: tuple, tangents: tuple, *, has_aux: bool = False) -> tuple:
     """`(output, jvp_out)`: the Jacobian of `func` at `primals` times `tangents`."""
-    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
-        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be "
-                           "tuples")
+    if not isinstance(primals, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
+                           "should be valid to call f(*primals).")
+    if tree_structure(primals) != tree_structure(tangents):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+            "structure. For example, if primals is a tuple of 3 tensors, tangents also must "
+            f"be. Got primals with structure {tree_structure(primals)} and tangents with "
+            f"structure {tree_structure(tangents)}")
+    for p, t in zip(_leaves(primals), _leaves(tangents)):
+        check_dual(p, t)  # (PyTorch makes them dual tensors: make_dual's refusals)
     outer, keep = is_grad_enabled(), _inside_transform(_leaves(primals) + _leaves(tangents))
     with enable_grad():
         watched = tuple(_map(lambda x: _watch(x, True), p) for p in primals)
-        output, aux = _split_aux(func(*watched), has_aux, "jvp(f, primals, tangents)")
-        outs = _leaves(output)
+        with _transforming("jvp"):
+            output = func(*watched)
+        output, aux = _split_aux(output, has_aux, "jvp(f, primals, tangents)")
+        outs = _only_tensors(output, "jvp(f, primals, tangents)")
         keep = keep or (outer and _reaches_outside(outs, _leaves(watched)))
         # the backward pass is linear in these: their values never reach the result
         dummies = [o.new_zeros(o.shape).requires_grad_(True) for o in outs]
@@ -239,8 +282,13 @@ def _jacobian(func: Callable, argnums: int | tuple[int, ...], has_aux: bool,
             diff = {n: _map(lambda x: _watch(x, True), args[n]) for n in nums}
             for n, a in diff.items():
                 args[n] = a
-            output, aux = _split_aux(func(*args), has_aux,
+            with _transforming("jacfwd" if forward else "jacrev"):
+                output = func(*args)
+            output, aux = _split_aux(output, has_aux,
                                      f"{'jacfwd' if forward else 'jacrev'}(f, ...)(*args)")
+            # (PyTorch's jacfwd and jacrev are built on jvp and vjp: their messages)
+            _only_tensors(output, "jvp(f, primals, tangents)" if forward else
+                          "vjp(f, *primals)")
             inputs = [leaf for n in nums for leaf in _leaves(diff[n])]
             keep = keep or (outer and _reaches_outside(_leaves(output), inputs))
             per_output = [_rows(out, inputs, keep) for out in _leaves(output)]
@@ -258,14 +306,16 @@ def _rows(out: Tensor, inputs: list, keep: bool) -> list:
     """d out / d input for every input, each of shape out.shape + input.shape."""
     flat = out.reshape(-1)
     rows: list[list] = [[] for _ in inputs]
-    for j in range(flat.numel()):
+    # an output that does not depend on any input (the gradient of a function linear in
+    # its input, inside `hessian`) has a zero Jacobian, as PyTorch's
+    for j in range(flat.numel() if out.requires_grad else 0):
         grads = _autograd_grad([flat[j]], inputs, retain_graph=True, create_graph=keep,
                                allow_unused=True)
         for row, g, x in zip(rows, grads, inputs):
             row.append(g if g is not None else x.new_zeros(x.shape))
     result = []
     for row, x in zip(rows, inputs):
-        jac = (stack(row) if row else x.new_zeros((0,) + tuple(x.shape)))
+        jac = stack(row) if row else x.new_zeros((flat.numel(),) + tuple(x.shape))
         jac = jac.view(tuple(out.shape) + tuple(x.shape))  # (a view node, as PyTorch's)
         result.append(jac if keep else jac.detach())
     return result
@@ -275,14 +325,23 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
            chunk_size: int | None = None) -> Callable:
     """Returns a function computing the Jacobian of `func` with respect to `argnums` by
     reverse mode: for each output, a tensor of shape `output.shape + input.shape`."""
+    if not (chunk_size is None or chunk_size > 0):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
     return _jacobian(func, argnums, has_aux, forward=False)
 
 
 def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable:
     """Returns a function computing the Jacobian of `func` with respect to `argnums`
-    (the same values as `jacrev`; ember computes both row by row)."""
-    return _jacobian(func, argnums, has_aux, forward=True)
+    (the same values as `jacrev`; ember computes both row by row). Random ops inside
+    follow `randomness`, as in PyTorch's, whose jacfwd vmaps over the tangents."""
+    def randomized(*args: Any, **kwargs: Any) -> Any:
+        vmap_randomness.append(randomness)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            vmap_randomness.pop()
+    return _jacobian(randomized, argnums, has_aux, forward=True)
 
 
 def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
@@ -320,8 +379,7 @@ def _batch_size(args: Any, dims: Any, call: str) -> int:
                 visit(arg[k], d)
     visit(args, dims)
     if not sizes:
-        raise ValueError(f"{call}: at least one input must be batched (in_dims must not be "
-                         "None for every input)")
+        raise ValueError("vmap: Expected at least one Tensor to vmap over")
     if len(set(sizes)) != 1:
         raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
                          f"dimension, got sizes {sizes} for the mapped dimension")
@@ -359,10 +417,17 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', "
                            f"or 'same'. Got {randomness}")
+    if not (chunk_size is None or chunk_size > 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
+                         f"{chunk_size})")
 
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapped(*args: Any, **kwargs: Any) -> Any:  # (PyTorch's name)
         name = getattr(func, "__name__", repr(func))
         call = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
+        if not args:
+            raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add "
+                             "inputs, or you are trying to vmap over a function with no "
+                             "inputs. The latter is unsupported.")
         if isinstance(in_dims, int):
             dims: Any = (in_dims,) * len(args)
         elif isinstance(in_dims, tuple):
@@ -379,11 +444,12 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         if rule is not None:
             return _vmap_by_rule(rule, VmapInfo(size, randomness), dims, args, kwargs,
                                  out_dims)
+        if size == 0:  # the function sees one sample of zeros; its outputs are emptied
+            return _empty_batch(func, randomness, args, dims, kwargs, out_dims, name)
         outputs = _map_samples(func, randomness, size, lambda i: _slice(args, dims, i), kwargs,
                                args)
         leaves = [_leaves(o) for o in outputs]
-        out_leaves = _leaves(out_dims) if not isinstance(out_dims, int) else \
-            [out_dims] * len(leaves[0])
+        out_leaves = _out_dims_per_leaf(out_dims, outputs[0], name)
         for leaf, d in zip(leaves[0], out_leaves):
             if d is not None and not isinstance(leaf, Tensor):  # (None: returned as it is)
                 raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
@@ -392,7 +458,52 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         stacked = [stack([ls[k] for ls in leaves], dim=d) if d is not None else leaves[0][k]
                    for k, d in enumerate(out_leaves)]
         return _unflatten(outputs[0], stacked)
-    return wrapper
+    return wrapped
+
+
+def _empty_batch(func: Callable, randomness: str, args: Any, dims: Any, kwargs: dict,
+                 out_dims: Any, name: str) -> Any:
+    """vmap over a mapped size of 0: outputs of the shapes and dtypes `func` gives a
+    sample, with a mapped dimension of size 0 (PyTorch's batched tensors of size 0)."""
+    sample = _zero_sample(args, dims)
+    out = _map_samples(func, randomness, 1, lambda i: sample, kwargs, args)[0]
+    per_leaf = _out_dims_per_leaf(out_dims, out, name)
+    leaves = [leaf if d is None else leaf.unsqueeze(d).narrow(d, 0, 0)
+              for leaf, d in zip(_leaves(out), per_leaf)]
+    return _unflatten(out, leaves)
+
+
+def _zero_sample(args: Any, dims: Any) -> Any:
+    """A sample of zeros for every mapped input (its mapped dimension removed)."""
+    if dims is None:
+        return args
+    if isinstance(dims, int):
+        return _map(lambda t: t.select(dims, 0) if t.shape[dims] else
+                    t.new_zeros(t.shape[:dims % t.dim()] + t.shape[dims % t.dim() + 1:]), args)
+    if isinstance(dims, dict):
+        return {k: _zero_sample(v, dims.get(k)) for k, v in args.items()}
+    items = [_zero_sample(a, d) for a, d in zip(args, dims)]
+    if isinstance(args, tuple) and hasattr(args, "_fields"):
+        return type(args)(*items)
+    return type(args)(items)
+
+
+def _out_dims_per_leaf(out_dims: Any, output: Any, name: str) -> list:
+    """`out_dims` for each leaf of the (first sample's) output: an int or None for all,
+    or a pytree of them matching the output's (PyTorch's refusal otherwise)."""
+    if isinstance(out_dims, int) or out_dims is None:
+        return [out_dims] * len(_leaves(output))
+    flat = _leaves(out_dims)
+    if isinstance(output, Tensor):
+        fits = isinstance(out_dims, tuple) and len(out_dims) == 1
+    else:
+        fits = tree_structure(out_dims) == tree_structure(output)
+    if not fits:
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                         "compatible with the structure of `outputs`. out_dims has structure "
+                         f"{tree_structure(out_dims)} but outputs has structure "
+                         f"{tree_structure(output)}.")
+    return flat
 
 
 def _map_samples(func: Callable, randomness: str, size: int, sample: Callable[[int], Any],
@@ -474,8 +585,12 @@ class _PerSampleValues:
                 if isinstance(t, Tensor):
                     tensors[id(t)] = t
 
+    def batched(self, t: Any) -> bool:
+        """Whether `t` is (computed from) a sample of the mapped inputs."""
+        return id(t) in self.tensors
+
     def read(self, x: Any, how: str) -> None:
-        if id(x) in self.tensors:
+        if id(x) in self.tensors and not _read_by_ember():
             raise RuntimeError(_VALUE_READ_MESSAGES.get(how, _ITEM_MESSAGE))
 
     def enter(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> None:
@@ -486,6 +601,21 @@ class _PerSampleValues:
 
     def abandon(self, node: Any) -> None:
         return None
+
+
+_EMBER_ROOT = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_TENSOR_FILE = os.path.join(_EMBER_ROOT, "core", "tensor.py")
+
+
+def _read_by_ember() -> bool:
+    """Whether the value read is ember's own (an op's check of a LAPACK info, say), not
+    the function's: PyTorch's kernels look at batched values without Python seeing them,
+    and only the function's own `.item()` or `if t:` is refused. The reader is the first
+    frame outside the recorder and the Tensor methods (`float(t)` reads through `item`)."""
+    frame = sys._getframe(3)  # read <- note_python_value <- the Tensor method
+    while frame is not None and frame.f_code.co_filename == _TENSOR_FILE:
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(_EMBER_ROOT)
 
 
 class VmapInfo(NamedTuple):
@@ -540,6 +670,11 @@ def stack_module_state(models: list) -> tuple[dict, dict]:
     parameters are new leaves that require grad."""
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    if any(type(m) is not type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
     params = {name: stack([dict(m.named_parameters())[name].detach() for m in models])
               .requires_grad_(True) for name, _ in models[0].named_parameters()}
     buffers = {name: stack([dict(m.named_buffers())[name] for m in models])

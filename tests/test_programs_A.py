@@ -960,6 +960,34 @@ PROGRAMS_AH37 = [
 PROGRAM_SPECS += PROGRAMS_AH37
 
 
+def _numbers_close(t_out: str, e_out: str) -> None:
+    """Every printed number within float32 rounding of PyTorch's (the random stream is
+    PyTorch's; ember's Jacobian-vector products come from double backward, not forward
+    formulas, so a last printed digit may differ)."""
+    if not SAME_STREAMS:
+        return
+    for t_line, e_line in zip(t_out.splitlines(), e_out.splitlines()):
+        t_nums, e_nums = NUMBER.findall(t_line), NUMBER.findall(e_line)
+        assert len(t_nums) == len(e_nums), (t_line, e_line)
+        for a, b in zip(t_nums, e_nums):
+            assert math.isclose(float(a), float(b), rel_tol=1e-4, abs_tol=2e-5), (t_line, e_line)
+
+
+# set AI (session 38): torch.func as research code drives it (grad/vjp/jvp/jacrev/jacfwd with
+# argnums and has_aux, hessian, vmap in_dims pytrees / out_dims / chunk_size / randomness,
+# functional_call with (params, buffers), stack_module_state ensembles, linearize,
+# autograd.functional strategies, dual numbers with a custom jvp, transforms' errors); nn.Module
+# and nn.init as libraries drive them (every init seeded, named_modules/parameters variants, tied
+# weights, load_state_dict strictness and errors, state_dict and forward/backward hooks,
+# containers and their reprs, dtype/memory-format moves, registration and attribute errors)
+PROGRAMS_AI38 = [
+    Program("func_transforms_research.py", extra=_numbers_close, long=True),
+    # seeded initial weights and fixed data: the same text
+    Program("module_init_api.py", same=r"(?m)^.*", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_AI38
+
+
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
     cmd = [sys.executable, "-W", "ignore"] + (["-m", "ember.run"] if alias else []) + \

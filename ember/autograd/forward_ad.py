@@ -70,25 +70,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     if level < 0:
         raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, "
                            "make sure to enter_dual_level() first.")
-    if not tensor.is_floating_point():
-        raise ValueError(f"Expected primal to be floating point or complex, but got: "
-                         f"{tensor.dtype}")
-    if not tangent.is_floating_point():
-        raise ValueError(f"Expected tangent to be floating point or complex, but got: "
-                         f"{tangent.dtype}")
-    _check_level(level, "_make_dual")
-    if _fw.tangent_of(tensor) is not None:
-        raise RuntimeError(f"Making a dual Tensor based on a Tensor that already has a forward "
-                           f"gradient at the same level {level} is not supported.")
-    if tuple(tangent.shape) != tuple(tensor.shape):
-        raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
-                           f"that of the original Tensor, this is not supported. Tensor is of "
-                           f"size {list(tensor.shape)} while the given forward gradient is of "
-                           f"size {list(tangent.shape)}.")
-    if tangent.device != tensor.device:
-        raise RuntimeError(f"Trying to set a forward gradient on a Tensor of device "
-                           f"{tensor.device} with a tangent of device {tangent.device}: "
-                           f"they must be on the same device.")
+    _fw.check_dual(tensor, tangent, level)
     if tangent.stride() != tensor.stride():  # kept as it is only in the primal's layout
         tangent = tangent.contiguous() if tensor.is_contiguous() else tangent.clone()
     dual = _alias(tensor)
@@ -116,7 +98,9 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
     if level < 0:
         return UnpackedDualTensor(tensor, None)
     _check_level(level, "_fw_primal")
-    return UnpackedDualTensor(_alias(tensor), _fw.tangent_of(tensor))
+    primal = _alias(tensor)
+    _fw.without_tangent(primal)
+    return UnpackedDualTensor(primal, _fw.tangent_of(tensor))
 
 
 class dual_level(contextlib.ContextDecorator):  # noqa: N801 - PyTorch's spelling

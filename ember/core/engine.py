@@ -586,7 +586,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         grad_tensors = [None] * len(tensors)
     elif is_tensor(grad_tensors):
         grad_tensors = [grad_tensors]
-    seeds = [_seed(t, g) for t, g in zip(tensors, grad_tensors)]
+    seeds = [_seed(t, g, i) for i, (t, g) in enumerate(zip(tensors, grad_tensors))]
     if retain_graph is None:
         retain_graph = create_graph
     if inputs is not None:
@@ -597,7 +597,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     run_backward(tensors, seeds, retain_graph, create_graph)
 
 
-def _seed(t: Any, g: Any) -> Any:
+def _seed(t: Any, g: Any, i: int = 0) -> Any:
     if type(t) is GradientEdge:  # (no shape to check or to make ones of)
         if g is None:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -616,8 +616,8 @@ def _seed(t: Any, g: Any) -> Any:
     if not is_tensor(g):
         g = t.new_tensor(g)
     if g.shape != t.shape:
-        raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} "
-                           f"and output[0] has a shape of {list(t.shape)}.")
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} "
+                           f"and output[{i}] has a shape of {t.shape}.")
     return g
 
 
@@ -652,7 +652,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
         grad_outputs = [None] * len(outputs)
     elif is_tensor(grad_outputs):
         grad_outputs = [grad_outputs]
-    seeds = [_seed(t, g) for t, g in zip(outputs, grad_outputs)]
+    seeds = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outputs, grad_outputs))]
     if retain_graph is None:
         retain_graph = create_graph
     grads = run_backward(outputs, seeds, retain_graph, create_graph, capture=inputs,

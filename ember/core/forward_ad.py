@@ -77,6 +77,32 @@ def tangent_of(t: Any) -> Any:
     return tangent
 
 
+def check_dual(tensor: Any, tangent: Any, level: int | None = None) -> None:
+    """PyTorch's refusals of a (primal, tangent) pair for a dual tensor (`make_dual`, and
+    `torch.func.jvp`, which makes one of each pair); `level` checked when given."""
+    if not tensor.is_floating_point():
+        raise ValueError(f"Expected primal to be floating point or complex, but got: "
+                         f"{tensor.dtype}")
+    if not tangent.is_floating_point():
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: "
+                         f"{tangent.dtype}")
+    if level is not None:
+        if level != current_level:
+            raise RuntimeError("Invalid level given to _make_dual")
+        if tangent_of(tensor) is not None:
+            raise RuntimeError(f"Making a dual Tensor based on a Tensor that already has a "
+                               f"forward gradient at the same level {level} is not supported.")
+    if tuple(tangent.shape) != tuple(tensor.shape):
+        raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
+                           f"that of the original Tensor, this is not supported. Tensor is of "
+                           f"size {list(tensor.shape)} while the given forward gradient is of "
+                           f"size {list(tangent.shape)}.")
+    if tangent.device != tensor.device:
+        raise RuntimeError(f"Trying to set a forward gradient on a Tensor of device "
+                           f"{tensor.device} with a tangent of device {tangent.device}: "
+                           f"they must be on the same device.")
+
+
 def set_tangent(t: Any, tangent: Any) -> None:
     """Give `t` a tangent at the current level (None removes it)."""
     d = t.__dict__
@@ -86,6 +112,15 @@ def set_tangent(t: Any, tangent: Any) -> None:
     if "_fw_tangent" not in d:
         _holders.append(weakref.ref(t))
     d["_fw_tangent"], d["_fw_version"] = tangent, t._vc[0]
+
+
+def without_tangent(t: Any) -> None:
+    """`t`, a view, carries no tangent at the current level, not even its base's
+    (`unpack_dual`'s primal: PyTorch's `_fw_primal` view has no forward gradient)."""
+    d = t.__dict__
+    d.pop("_fw_tangent", None)
+    d["_fw_version"] = t._vc[0]  # (the base's tangent is not taken up again)
+    _holders.append(weakref.ref(t))
 
 
 class suspended:  # noqa: N801 - a context manager, named as grad modes are

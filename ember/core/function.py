@@ -24,6 +24,18 @@ _TRANSFORMS_NEED_SETUP_CONTEXT = (
     "please see https://pytorch.org/docs/main/notes/extending.func.html")
 
 
+func_transforms: list[str] = []
+"""The torch.func transforms (grad, vjp, jvp, jacrev, jacfwd) whose function is running,
+innermost last: PyTorch's functorch levels (vmap has `vmap_randomness`)."""
+
+
+def _refused_by_transforms(cls: type) -> bool:
+    """Whether a transform refuses `cls` as PyTorch does: a user's Function in the
+    forward(ctx, ...) style (ember's own Functions are per-sample, so transform-safe)."""
+    return bool(vmap_randomness or func_transforms) and \
+        cls.setup_context is Function.setup_context and not cls.__module__.startswith("ember.")
+
+
 class FunctionCtx:
     """The `ctx` of a custom `Function`: what forward leaves for backward."""
 
@@ -34,6 +46,7 @@ class FunctionCtx:
         self.materialize_grads = True
         self._non_differentiable: set[int] = set()
         self._dirty: tuple = ()
+        self._for_forward: tuple | None = None
 
     def save_for_backward(self, *tensors: Any) -> None:
         for i, t in enumerate(tensors):
@@ -42,8 +55,18 @@ class FunctionCtx:
                                 f"is of type {type(t).__name__}")
         self._to_save = tensors
 
+    def save_for_forward(self, *tensors: Any) -> None:
+        """Save `tensors` for the Function's `jvp`, which reads them as `saved_tensors`."""
+        for t in tensors:
+            if t is not None and not is_tensor(t):
+                raise AssertionError("save_for_forward expects all arguments to be tensors; "
+                                     "you should save non-tensors as attributes on ctx.")
+        self._for_forward = tensors
+
     @property
     def saved_tensors(self) -> tuple:
+        if self._for_forward is not None:  # inside `jvp`, as PyTorch's
+            return tuple(self._for_forward)
         if self._node is None:
             return tuple(self._to_save)
         if self._node._freed:
@@ -187,7 +210,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        if vmap_randomness and cls.setup_context is Function.setup_context:
+        if _refused_by_transforms(cls):
             raise RuntimeError(_TRANSFORMS_NEED_SETUP_CONTEXT)
         if cls.setup_context is not Function.setup_context:
             # setup_context sees every input, the defaults of those not given included
@@ -202,6 +225,7 @@ class Function:
             with fw.suspended(), no_grad():
                 out = cls._forward(ctx, args, kwargs)
                 _set_output_tangents(out, cls.jvp(ctx, *tangents))
+            ctx._for_forward = None  # (backward reads what save_for_backward saved)
         else:
             with no_grad():
                 out = cls._forward(ctx, args, kwargs)

@@ -928,6 +928,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     Otherwise the running statistics normalise. A half-float input is normalised in
     float32 and the result rounded to its dtype, as PyTorch's.
     """
+    if training:
+        _refuse_unbatched_running_stats(input, running_mean, running_var)
     if input.dtype in _HALF_FLOATS:
         # PyTorch keeps the batch's mean and 1/std in the parameters' dtype: the input's
         # where there are none or they are half floats too (not under autocast's float32)
@@ -937,6 +939,21 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                                                         bias, training, momentum, eps, stats))
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
                        eps)
+
+
+def _refuse_unbatched_running_stats(input: Tensor, *running: Tensor | None) -> None:
+    """Under vmap, PyTorch refuses to update running statistics that are not batched
+    from an input that is (one sample's statistics cannot update them in place)."""
+    batched = getattr(_tracing.active, "batched", None)  # (vmap's per-sample watch)
+    if batched is None or not batched(input):
+        return
+    if any(t is not None and not batched(t) for t in running):
+        raise RuntimeError(
+            "Batch norm got a batched tensor as input while the running_mean or running_var, "
+            "which will be updated in place, were not batched.\nIf you are using a module "
+            "and do not need eval mode, please set `track_running_stats` to be False.If you "
+            "are using a prebuilt module and do not need eval mode, please see the functorch "
+            "website for resources on how to patch your module to work with vmap")
 
 
 def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,

@@ -54,9 +54,8 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo: dict) -> Parameter:
         if id(self) in memo:
             return memo[id(self)]
+        # (its .grad is not copied, as PyTorch's Parameter.__deepcopy__ does not)
         result = type(self)(self.detach().clone(), self.requires_grad)
-        if self.grad is not None:
-            result.grad = self.grad.detach().clone()
         memo[id(self)] = result
         return result
 

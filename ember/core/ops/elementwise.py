@@ -1453,6 +1453,40 @@ def to_device(input: Tensor, device: Any, non_blocking: bool = False) -> Tensor:
     return out
 
 
+_TO_SIGNATURES = (
+    " * ({0}.device device = None, {0}.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, {0}.memory_format memory_format = None)\n"
+    " * ({0}.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "{0}.memory_format memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "{0}.memory_format memory_format = None)\n")
+
+
+def _check_to_positionals(args: tuple) -> None:
+    """PyTorch's parse of `to`'s positional forms: (device, dtype, non_blocking, copy),
+    (dtype, non_blocking, copy) or (tensor, non_blocking, copy); e.g. `to("cpu", "cpu")`
+    is refused as its argument parser does."""
+    if len(args) < 2:
+        return
+    if len(args) > 4:
+        raise TypeError(f"to() takes from 0 to 4 positional arguments but {len(args)} were "
+                        "given")
+    first = args[0]
+    is_dtype = isinstance(first, (dt.dtype, type))
+    rest = args[1:] if is_dtype or isinstance(first, Tensor) else args[2:]
+    fits = len(rest) <= 2 and all(isinstance(a, bool) for a in rest)
+    if not (is_dtype or isinstance(first, Tensor)):  # a device: then a dtype (or None)
+        fits = fits and (args[1] is None or isinstance(args[1], (dt.dtype, type)))
+    if not fits:
+        api = dt.API_NAME
+        got = ", ".join("Tensor" if isinstance(a, Tensor) else
+                        f"{api}.dtype" if isinstance(a, dt.dtype) else
+                        f"{api}.device" if type(a).__name__ == "device" else type(a).__name__
+                        for a in args)
+        raise TypeError(f"to() received an invalid combination of arguments - got ({got}), "
+                        f"but expected one of:\n{_TO_SIGNATURES.format(api)}")
+
+
 def to_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, bool]:
     """`x.to(...)`'s arguments, in any of its forms, as (device, dtype, non_blocking,
     copy); device and dtype None where not given."""
@@ -1464,6 +1498,7 @@ def to_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, bool]:
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    _check_to_positionals(args)
     for a in args:
         if isinstance(a, Tensor):
             device, d = a.device, a.dtype

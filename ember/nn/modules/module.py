@@ -8,11 +8,19 @@ from ember.core.dtype import place_in
 from ember.nn.module import (  # noqa: F401
     Module,
     RemovableHandle,
+    register_module_buffer_registration_hook,
     register_module_forward_hook,
     register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+    register_module_module_registration_hook,
+    register_module_parameter_registration_hook,
 )
 
-__all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
-           "register_module_forward_pre_hook"]
+__all__ = ["Module", "RemovableHandle", "register_module_buffer_registration_hook",
+           "register_module_forward_hook", "register_module_forward_pre_hook",
+           "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+           "register_module_module_registration_hook",
+           "register_module_parameter_registration_hook"]
 
 place_in(sys.modules[__name__], Module)
