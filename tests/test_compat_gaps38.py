@@ -1,0 +1,108 @@
+"""PyTorch-compatibility gaps, round 38: each case checked against torch itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _pair(array: np.ndarray) -> tuple:
+    return torch.from_numpy(array.copy()), ember.tensor(array.copy())
+
+
+def _same_bits(expected, got) -> None:
+    """Equal in value, dtype and shape, bit for bit (NaN as NaN)."""
+    if isinstance(expected, tuple):
+        assert len(expected) == len(got)
+        for e, g in zip(expected, got):
+            _same_bits(e, g)
+        return
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    assert tuple(got.shape) == tuple(expected.shape)
+    e, g = expected.detach().float().numpy(), got.detach().float().numpy()
+    np.testing.assert_array_equal(g, e)
+
+
+# -- 1. var/std/var_mean/std_mean reduce in float64 (PyTorch's CPU kernels) ------------
+
+_SHAPES = [((37, 5), 0), ((37, 5), 1), ((4, 6, 9), (0, 2)), ((300,), None),
+           ((2, 3, 4), None), ((64, 1), 0), ((5, 700), 1)]
+
+
+@pytest.mark.parametrize("shape, dim", _SHAPES)
+@pytest.mark.parametrize("correction", [0, 1])
+def test_float32_variance_matches_bit_for_bit(shape, dim, correction) -> None:
+    array = (np.random.default_rng(len(shape) + correction).standard_normal(shape) * 7 + 100
+             ).astype(np.float32)
+    t, e = _pair(array)
+    for name in ("var", "std"):
+        _same_bits(getattr(torch, name)(t, dim, correction=correction),
+                   getattr(ember, name)(e, dim, correction=correction))
+    for name in ("var_mean", "std_mean"):
+        _same_bits(getattr(torch, name)(t, dim, correction=correction, keepdim=True),
+                   getattr(ember, name)(e, dim, correction=correction, keepdim=True))
+
+
+def test_variance_all_reduce_centres_on_the_float32_mean() -> None:
+    # var() over everything (one result) takes its deviations from the float32 mean;
+    # var_mean's Welford reduction from the float64 one: two different float32 results
+    array = (np.float32(1e4) + np.arange(1000, dtype=np.float32) * np.float32(1e-3))
+    t, e = _pair(array)
+    _same_bits(t.var(), e.var())
+    _same_bits(t.var(0), e.var(0))
+    _same_bits(torch.var_mean(t), ember.var_mean(e))
+    assert e.var().item() != ember.var_mean(e)[0].item()
+
+
+def test_float32_variance_does_not_overflow() -> None:
+    array = np.zeros((4, 3), np.float32)
+    array[0, 0] = 1e38
+    t, e = _pair(array)
+    for fn in (lambda m, x: x.std(0), lambda m, x: x.var(0), lambda m, x: x.std(),
+               lambda m, x: m.std_mean(x, 0)):
+        _same_bits(fn(torch, t), fn(ember, e))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_variance_rounds_the_float64_result_once(dtype) -> None:
+    array = np.random.default_rng(3).standard_normal((100, 5)).astype(np.float32) * 10
+    t, e = _pair(array)
+    t, e = t.to(getattr(torch, dtype)), e.to(getattr(ember, dtype))
+    _same_bits(t.var(0), e.var(0))
+    _same_bits(t.var(), e.var())
+    _same_bits(t.std(1), e.std(1))
+    _same_bits(torch.var_mean(t, 0), ember.var_mean(e, 0))
+
+
+def test_complex_var_mean_and_std_mean() -> None:
+    array = (np.random.default_rng(4).standard_normal((5, 3)) +
+             1j * np.random.default_rng(5).standard_normal((5, 3))).astype(np.complex64)
+    t, e = _pair(array)
+    for name in ("var_mean", "std_mean"):
+        expected, got = getattr(torch, name)(t, 0), getattr(ember, name)(e, 0)
+        assert str(got[0].dtype).split(".")[-1] == str(expected[0].dtype).split(".")[-1]
+        assert str(got[1].dtype).split(".")[-1] == str(expected[1].dtype).split(".")[-1]
+        np.testing.assert_allclose(got[0].numpy(), expected[0].numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got[1].numpy(), expected[1].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(e.var(0).numpy(), t.var(0).numpy(), rtol=1e-6)
+
+
+def test_float32_variance_gradient() -> None:
+    array = np.random.default_rng(6).standard_normal((6, 4)).astype(np.float32) * 3
+    t, e = _pair(array)
+    t.requires_grad_()
+    e.requires_grad_()
+    outs = []
+    for m, x in ((torch, t), (ember, e)):
+        v, s, vm = x.var(0), x.std(), m.var_mean(x, 1)
+        assert (type(v.grad_fn).__name__, type(s.grad_fn).__name__) == \
+            ("VarBackward0", "StdBackward0")
+        (v.sum() + s + vm[0].sum() + vm[1].sum()).backward()
+        outs.append((v, s, vm[0], vm[1], x.grad))
+    for expected, got in zip(*outs):
+        np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
