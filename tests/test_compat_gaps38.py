@@ -106,3 +106,30 @@ def test_float32_variance_gradient() -> None:
     for expected, got in zip(*outs):
         np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(),
                                    rtol=1e-5, atol=1e-6)
+
+
+# -- 3. in-place view ops' node names --------------------------------------------------
+
+_VIEW_INPLACE = {
+    "t_": lambda x: x.t_(),
+    "unsqueeze_": lambda x: x.unsqueeze_(0),
+    "squeeze_": lambda x: x.unsqueeze(1).squeeze_(),
+    "squeeze_ dim": lambda x: x.unsqueeze(1).squeeze_(1),
+    "squeeze_ dims": lambda x: x.unsqueeze(1).squeeze_((1,)),
+    "transpose_": lambda x: x.transpose_(0, 1),
+    "swapdims_": lambda x: x.swapdims_(0, 1),
+    "as_strided_": lambda x: x.as_strided_((2, 2), (1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VIEW_INPLACE))
+def test_inplace_view_node_names(name) -> None:
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    results = []
+    for lib in (torch, ember):
+        leaf = lib.tensor(array, requires_grad=True)
+        out = _VIEW_INPLACE[name](leaf * 1)
+        out.sum().backward()
+        results.append((type(out.grad_fn).__name__, tuple(out.shape), leaf.grad.numpy()))
+    assert results[1][:2] == results[0][:2]
+    np.testing.assert_array_equal(results[1][2], results[0][2])
