@@ -133,3 +133,25 @@ def test_inplace_view_node_names(name) -> None:
         results.append((type(out.grad_fn).__name__, tuple(out.shape), leaf.grad.numpy()))
     assert results[1][:2] == results[0][:2]
     np.testing.assert_array_equal(results[1][2], results[0][2])
+
+
+# -- 4. a sparse COO leaf through torch.sparse.mm --------------------------------------
+
+
+@pytest.mark.parametrize("duplicate", [False, True])
+def test_sparse_mm_leaf_gradients(duplicate) -> None:
+    indices = np.array([[0, 1, 2, 2] + [0] * duplicate, [1, 0, 2, 0] + [1] * duplicate])
+    values = np.array([1.0, 2.0, 3.0, 4.0] + [5.0] * duplicate, np.float32)
+    weight = np.array([[1.0, -1.0]], np.float32)
+    results = []
+    for lib in (torch, ember):
+        s = lib.sparse_coo_tensor(lib.tensor(indices), lib.tensor(values), (3, 3))
+        s.requires_grad_()
+        d = lib.arange(6.0).reshape(3, 2).requires_grad_()
+        out = lib.sparse.mm(s, d)
+        (out * lib.tensor(weight)).sum().backward()
+        g = s.grad
+        results.append((type(out.grad_fn).__name__, str(g.layout).split(".")[-1],
+                        g._indices().tolist(), g._values().tolist(),
+                        str(d.grad.layout).split(".")[-1], d.grad.tolist()))
+    assert results[1] == results[0]
