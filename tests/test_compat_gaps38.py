@@ -155,3 +155,31 @@ def test_sparse_mm_leaf_gradients(duplicate) -> None:
                         g._indices().tolist(), g._values().tolist(),
                         str(d.grad.layout).split(".")[-1], d.grad.tolist()))
     assert results[1] == results[0]
+
+
+# -- 5. multinomial on a large vocabulary: PyTorch's draws, vectorised ---------------
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+def test_multinomial_large_vocabulary_matches_torch(replacement) -> None:
+    probs = np.random.default_rng(7).random((2, 50000)).astype(np.float32)
+    draws = []
+    for lib in (torch, ember):
+        lib.manual_seed(1)
+        p = lib.tensor(probs)
+        draws.append((lib.multinomial(p, 20, replacement=replacement).tolist(),
+                      lib.multinomial(p.double(), 3, replacement=replacement).tolist(),
+                      lib.multinomial(p[0], 1).tolist()))
+    assert draws[1] == draws[0]
+
+
+def test_exponential_and_normal_double_draws_match_torch() -> None:
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(3)
+        results.append((lib.empty(5000, dtype=lib.float64).exponential_().numpy(),
+                        lib.randn(3000, dtype=lib.float64).numpy(),
+                        lib.empty(100, dtype=lib.float64).cauchy_().numpy(),
+                        lib.empty(100, dtype=lib.float64).log_normal_().numpy()))
+    for expected, got in zip(*results):
+        np.testing.assert_array_equal(got, expected)
