@@ -183,3 +183,21 @@ def test_exponential_and_normal_double_draws_match_torch() -> None:
                         lib.empty(100, dtype=lib.float64).log_normal_().numpy()))
     for expected, got in zip(*results):
         np.testing.assert_array_equal(got, expected)
+
+
+def test_copy_into_a_non_leaf_is_a_copy_backwards_node() -> None:
+    a_data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b_data = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    results = []
+    for lib in (torch, ember):
+        a = lib.tensor(a_data, requires_grad=True)
+        b = lib.tensor(b_data, requires_grad=True)
+        y = a * 1
+        y.copy_(b * 2)
+        z = lib.zeros(3, 4)
+        z.copy_(b[0])  # broadcast, into a tensor outside the graph
+        relu = lib.nn.functional.relu(a * 1, inplace=True)
+        (y.sum() + (z * 3).sum()).backward()
+        results.append((type(y.grad_fn).__name__, type(z.grad_fn).__name__,
+                        type(relu.grad_fn).__name__, a.grad.tolist(), b.grad.tolist()))
+    assert results[1] == results[0]

@@ -59,6 +59,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
 )
 from ember.core.ops.reduction import in_float32 as _in_float32_core
 from ember.core.ops.shape import in_format_of, in_memory_format, in_suggested_format
+from ember.core.ops.writes import write_value as _write_value
 from ember.core.storage import cpp_type_name as _cpp_type_name
 from ember.core.torch_function import overridable as _overridable
 
@@ -122,7 +123,7 @@ def _inplace_apply(input: Tensor, fn: Any) -> Tensor:
     """Write `fn(input)` into `input`. When autograd records, `fn` runs on a clone so the
     tensors it saves for backward are not the ones the write changes."""
     src = input.clone() if (ember.is_grad_enabled() and input.requires_grad) else input
-    return input.copy_(fn(src))
+    return _write_value(input, fn(src))
 
 
 def _channel_shape(input: Tensor) -> tuple:
@@ -1120,7 +1121,7 @@ def _dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
         if inplace:
             return _inplace_apply(input, lambda x: x * scale)
         return input * scale
-    return input.copy_(out) if inplace else out
+    return _write_value(input, out) if inplace else out
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,
@@ -1801,7 +1802,7 @@ def _alpha_dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
     affine map restores the mean and variance; the mask has `mask_shape` (broadcast)."""
     if p == 1.0:
         out = input * 0.0
-        return input.copy_(out) if inplace else out
+        return _write_value(input, out) if inplace else out
     alpha = _SELU_ALPHA * _SELU_SCALE
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
     keep = _kept(input, p, mask_shape)
