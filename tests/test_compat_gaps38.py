@@ -201,3 +201,31 @@ def test_copy_into_a_non_leaf_is_a_copy_backwards_node() -> None:
         results.append((type(y.grad_fn).__name__, type(z.grad_fn).__name__,
                         type(relu.grad_fn).__name__, a.grad.tolist(), b.grad.tolist()))
     assert results[1] == results[0]
+
+
+_INPLACE_ACTIVATIONS = {
+    "leaky_relu": lambda F, x: F.leaky_relu(x, 0.1, inplace=True),
+    "leaky_relu_": lambda F, x: F.leaky_relu_(x),
+    "elu": lambda F, x: F.elu(x, inplace=True),
+    "selu": lambda F, x: F.selu(x, inplace=True),
+    "celu": lambda F, x: F.celu(x, inplace=True),
+    "hardsigmoid": lambda F, x: F.hardsigmoid(x, inplace=True),
+    "mish": lambda F, x: F.mish(x, inplace=True),
+    "rrelu": lambda F, x: F.rrelu(x, inplace=True),
+    "rrelu out of place": lambda F, x: F.rrelu(x),
+    "rrelu training": lambda F, x: F.rrelu(x, training=True, inplace=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_INPLACE_ACTIVATIONS))
+def test_inplace_activation_node_names(name) -> None:
+    array = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        leaf = lib.tensor(array, requires_grad=True)
+        out = _INPLACE_ACTIVATIONS[name](lib.nn.functional, leaf * 1)
+        out.sum().backward()
+        results.append((type(out.grad_fn).__name__, leaf.grad.numpy()))
+    assert results[1][0] == results[0][0]
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
