@@ -7,9 +7,33 @@ from math import nan, prod
 from ember.backends.xp.lib import ArrayLib, Kernel
 
 
+def variance_kernel(total: Kernel, sqrt: Kernel, as_array: Kernel) -> Kernel:
+    """The fused kernel `variance` over a backend's own `sum` kernel `total` (the CPU's
+    adds in PyTorch's order): (var or std, mean) over `dims` as PyTorch's CPU kernels
+    reduce them, in float64 whatever the input's dtype and rounded once to it; the
+    deviations are taken from the float64 mean, or (`own_mean`: its all-reduce of var and
+    std) from the mean in the input's own dtype. See ember.core.ops.reduction._moments,
+    whose decomposition this computes in the same steps."""
+    def variance(x, dims, correction, keepdim, root, own_mean):
+        n = x.size if dims is None else prod(x.shape[d] for d in dims)
+        wide = x.astype("float64", copy=False)
+        centre = total(wide, dims, True) / (n if n else nan)
+        shift = centre
+        if own_mean:
+            shift = (total(x, dims, True) / x.dtype.type(n)).astype("float64")
+        deviation = wide - shift
+        out = total(deviation * deviation, dims, keepdim) / (
+            n - correction if n - correction > 0 else nan)
+        if root:
+            out = sqrt(out)
+        return (as_array(out.astype(x.dtype, copy=False)),
+                as_array(centre.reshape(out.shape).astype(x.dtype, copy=False)))
+    return variance
+
+
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, low_precision = lib.xp, lib.low_precision
-    float32, float64, int64 = xp.float32, xp.float64, xp.int64
+    float32, int64 = xp.float32, xp.int64
     if hasattr(xp, "errstate"):
         # NumPy: the ufuncs' own reduce and accumulate (np.sum's wrapper costs ~6 us more);
         # their IEEE warnings (inf - inf) name this module, which the CPU backend silences
@@ -110,25 +134,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             values, idx = values.squeeze(dim), idx.squeeze(dim)
         return as_array(values), as_array(idx).astype(int64, copy=False)
 
-    def variance(x, dims, correction, keepdim, root, own_mean):
-        """(var or std, mean) over `dims` as PyTorch's CPU kernels reduce them: in float64
-        whatever the input's dtype, rounded once to it; the deviations are taken from
-        the float64 mean, or (`own_mean`: its all-reduce of var and std) from the mean
-        in the input's own dtype. See ember.core.ops.reduction._moments."""
-        n = x.size if dims is None else prod(x.shape[d] for d in dims)
-        wide = x.astype(float64, copy=False)
-        centre = add_reduce(wide, axis=dims, keepdims=True) / (n if n else nan)
-        shift = centre
-        if own_mean:
-            shift = (add_reduce(x, axis=dims, keepdims=True) / x.dtype.type(n)).astype(float64)
-        deviation = wide - shift
-        out = add_reduce(deviation * deviation, axis=dims, keepdims=keepdim) / (
-            n - correction if n - correction > 0 else nan)
-        if root:
-            out = xp.sqrt(out)
-        return (as_array(out.astype(x.dtype, copy=False)),
-                as_array(centre.reshape(out.shape).astype(x.dtype, copy=False)))
-
     def cumsum(x, dim):
         if x.dtype in low_precision:  # accumulated in float32, each sum rounded: PyTorch's
             return as_array(add_accumulate(x.astype(float32), axis=dim).astype(x.dtype))
@@ -154,5 +159,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         "max": reduction(xp.max), "min": reduction(xp.min), "all": reduction(xp.all),
         "any": reduction(xp.any), "argmax": arg_reduction(xp.argmax),
         "argmin": arg_reduction(xp.argmin), "max_min_dim": max_min_dim, "cumsum": cumsum,
-        "topk": topk, "variance": variance,
+        "topk": topk,
+        "variance": variance_kernel(accumulating(add_reduce), xp.sqrt, as_array),
     }
