@@ -8,12 +8,13 @@ them (the tensor's memory order); the caller shapes it.
 
 Exactness: integers, uniforms, Bernoulli draws and permutations are exact in every
 dtype. Float64 transforms use the C library's `log`/`sin`/`cos`/`tan`/`exp` through
-Python's `math` (the functions PyTorch's scalar kernels call; NumPy's own differ in the
-last bit for a few percent of inputs), element by element. Float32 normals of 16 or more
-contiguous elements come from PyTorch's AVX2 kernel, whose SIMD `log`/`sin`/`cos` are not
-the C library's: here they are computed in float64 and rounded, within 1-2 ulp of
-PyTorch's. PyTorch contracts `x * (to - from) + from` into a fused multiply-add on
-AVX2 builds; `_fma` reproduces its single rounding.
+Python's `math` (the functions PyTorch's scalar kernels call; NumPy's own SIMD code, on
+AVX-512 machines, differs in the last bit for a few percent of inputs), element by
+element, or through NumPy's loops where those call the C library's (`_UFUNCS`). Float32
+normals of 16 or more contiguous elements come from PyTorch's AVX2 kernel, whose SIMD
+`log`/`sin`/`cos` are not the C library's: here they are computed in float64 and
+rounded, within 1-2 ulp of PyTorch's. PyTorch contracts `x * (to - from) + from` into a
+fused multiply-add on AVX2 builds; `_fma` reproduces its single rounding.
 """
 
 from __future__ import annotations
@@ -43,9 +44,31 @@ def _cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x.astype(dtype)
 
 
+def _own_simd() -> bool:
+    """Whether NumPy's float64 log/exp/trigonometric loops may be its own SIMD code (its
+    AVX512F log and exp, AVX512_SKX's SVML) rather than calls of the C library's."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # (NumPy 1)
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as features
+        except ImportError:
+            return True
+    return bool(features.get("AVX512F", True))
+
+
+# the NumPy loops that call the C library's functions where NumPy has no SIMD code of its
+# own for float64 (as on AVX2 machines): one call for a whole array, the same values
+_UFUNCS = {} if _own_simd() else {math.log1p: np.log1p, math.log: np.log, math.sin: np.sin,
+                                  math.cos: np.cos, math.tan: np.tan, math.exp: np.exp}
+
+
 def _libm(fn, x: np.ndarray) -> np.ndarray:
     """`fn` (a `math` function: the C library's, as PyTorch's scalar kernels call it)
     applied to each element of a float64 array."""
+    ufunc = _UFUNCS.get(fn)
+    if ufunc is not None:
+        return ufunc(np.asarray(x, _F64))
     return np.fromiter(map(fn, x.tolist()), dtype=_F64, count=x.size)
 
 

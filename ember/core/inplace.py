@@ -211,6 +211,21 @@ def _bw_copy_slices(node: FnNode, g: Tensor) -> tuple:
     return gb, (fn(g) if node.needs[1] else None)
 
 
+# how many node names PyTorch's out-of-place forms of a view op take (squeeze's three
+# overloads: SqueezeBackward0, 1, 2); its in-place forms are numbered on from there
+# (`x.squeeze_(d)`: SqueezeBackward4, `x.t_()`: TBackward1)
+_OUT_OF_PLACE_NODES = {"SqueezeBackward": 3}
+
+
+def _inplace_label(label: str) -> str:
+    """The node name of an in-place view op (`x.unsqueeze_(0)`: UnsqueezeBackward1) from
+    its out-of-place form's (UnsqueezeBackward0)."""
+    stem = label.rstrip("0123456789")
+    if stem == label or not stem.endswith("Backward"):
+        return label
+    return f"{stem}{int(label[len(stem):]) + _OUT_OF_PLACE_NODES.get(stem, 1)}"
+
+
 def metadata_inplace(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """`x.squeeze_()` and friends: `x` itself becomes the reshaped view. Its version
     advances, as for any in-place op: a node that saved `x` before must not read the
@@ -223,6 +238,8 @@ def metadata_inplace(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         keep_strides(self, result)
         self._data = result._data
         if result._node is not None:
+            if result._node is not self._node and hasattr(result._node, "label"):
+                result._node.label = _inplace_label(result._node.label)
             self._node, self._output_nr = result._node, result._output_nr
         if self._base is not None:  # still a view of its base, now through `fn` too
             self._view_fn = result._view_fn

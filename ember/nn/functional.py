@@ -59,6 +59,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
 )
 from ember.core.ops.reduction import in_float32 as _in_float32_core
 from ember.core.ops.shape import in_format_of, in_memory_format, in_suggested_format
+from ember.core.ops.writes import write_value as _write_value
 from ember.core.storage import cpp_type_name as _cpp_type_name
 from ember.core.torch_function import overridable as _overridable
 
@@ -122,7 +123,7 @@ def _inplace_apply(input: Tensor, fn: Any) -> Tensor:
     """Write `fn(input)` into `input`. When autograd records, `fn` runs on a clone so the
     tensors it saves for backward are not the ones the write changes."""
     src = input.clone() if (ember.is_grad_enabled() and input.requires_grad) else input
-    return input.copy_(fn(src))
+    return _write_value(input, fn(src))
 
 
 def _channel_shape(input: Tensor) -> tuple:
@@ -1170,7 +1171,7 @@ def _dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
         if inplace:
             return _inplace_apply(input, lambda x: x * scale)
         return input * scale
-    return input.copy_(out) if inplace else out
+    return _write_value(input, out) if inplace else out
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,
@@ -1365,7 +1366,9 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     r""":math:`x` if :math:`x > 0` else :math:`negative\_slope \cdot x`."""
     fn = lambda x: _nnops.leaky_relu(x, negative_slope)  # noqa: E731
-    return _inplace_apply(input, fn) if inplace else fn(input)
+    # (the in-place form's node: LeakyReluBackward1, as PyTorch's leaky_relu_)
+    return _inplace_apply(input, _labelled("LeakyReluBackward1", fn)) if inplace else \
+        fn(input)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -1379,9 +1382,15 @@ def _elu(x: Tensor, alpha: float, scale: float = 1.0, input_scale: float = 1.0,
     return _nnops.elu(x, alpha, scale, input_scale, label)
 
 
+def _elu_label(op: str, inplace: bool) -> str:
+    """The node name of ELU (SELU) or CELU: PyTorch's in-place forms (elu_, celu_) are
+    its overload 1."""
+    return f"{op}Backward{int(inplace)}"
+
+
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     r""":math:`x` if :math:`x > 0` else :math:`\alpha (e^x - 1)`."""
-    fn = lambda x: _elu(x, alpha)
+    fn = lambda x: _elu(x, alpha, label=_elu_label("Elu", inplace))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -1393,7 +1402,7 @@ def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`scale \cdot (\max(0,x) + \min(0, \alpha (e^x - 1)))` with the SELU
     constants."""
-    fn = lambda x: _elu(x, _SELU_ALPHA, _SELU_SCALE)
+    fn = lambda x: _elu(x, _SELU_ALPHA, _SELU_SCALE, label=_elu_label("Elu", inplace))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -1406,7 +1415,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     r""":math:`\max(0,x) + \min(0, \alpha (e^{x/\alpha} - 1))`."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    fn = lambda x: _elu(x, alpha, 1.0, 1.0 / alpha, "CeluBackward0")
+    fn = lambda x: _elu(x, alpha, 1.0, 1.0 / alpha, _elu_label("Celu", inplace))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -1440,7 +1449,8 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`x \tanh(\mathrm{softplus}(x))`."""
     _nnops.refuse_integer("mish_{}", input)
     fn = lambda x: _in_float32(x, lambda y: y * ember.tanh(softplus(y)))
-    return _inplace_apply(input, fn) if inplace else fn(input)
+    # (in place, the value written is named: `input` keeps its own node's name otherwise)
+    return _inplace_apply(input, _labelled("MishBackward0", fn)) if inplace else fn(input)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -1457,7 +1467,8 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`\mathrm{clamp}(x/6 + 1/2, 0, 1)` (gradient 1/6 strictly inside)."""
     _nnops.refuse_integer("hardsigmoid_{}", input)
     fn = lambda x: _in_float32(x, lambda y: hardtanh(y / 6.0 + 0.5, 0.0, 1.0))
-    return _inplace_apply(input, fn) if inplace else fn(input)
+    return _inplace_apply(input, _labelled("HardsigmoidBackward0", fn)) if inplace else \
+        fn(input)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -1830,9 +1841,12 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
     :math:`a \sim U(lower, upper)` per element when ``training``, else
     :math:`a = (lower + upper) / 2`."""
     slope = _rrelu_slopes(input, lower, upper, training)
-    if not training:
-        return leaky_relu(input, slope, inplace)
-    fn = lambda x: ember.where(x >= 0, x, x * slope)  # noqa: E731
+    if training:
+        fn = lambda x: ember.where(x >= 0, x, x * slope)  # noqa: E731
+    else:
+        fn = lambda x: _nnops.leaky_relu(x, slope)  # noqa: E731
+    # one node, PyTorch's rrelu_with_noise's (its in-place form's: overload 1)
+    fn = _labelled(f"RreluWithNoiseBackward{int(inplace)}", fn)
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -1848,7 +1862,7 @@ def _alpha_dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
     affine map restores the mean and variance; the mask has `mask_shape` (broadcast)."""
     if p == 1.0:
         out = _dropped(input)
-        return input.copy_(out) if inplace else out
+        return _write_value(input, out) if inplace else out
     _refuse_integral_noise(input, p, mask_shape)
     alpha = _SELU_ALPHA * _SELU_SCALE
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))

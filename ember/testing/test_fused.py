@@ -329,6 +329,17 @@ def _opmath(fn: functools.partial, n_operands: int) -> FusedCase:
     return FusedCase(run)
 
 
+def _variance(device: ember.device) -> Results:
+    a = _rand(11, 6, 5, 4) * 3 + 100  # (a large mean: the float64 reduction shows)
+    x = S.on(device, a)
+    outs: Results = {"var": x.var(), "std 1": x.std(1, keepdim=True),
+                     "var 0 2": x.var((0, 2), correction=0)}
+    for name, fn in (("var_mean", ember.var_mean), ("std_mean", ember.std_mean)):
+        spread, centre = fn(x, (1, 2))
+        outs.update({f"{name} spread": spread, f"{name} mean": centre})
+    return outs
+
+
 CASES: dict[str, FusedCase] = {
     "relu_backward": _unary(ember.relu),
     "exp_backward": _unary(ember.exp),
@@ -342,6 +353,7 @@ CASES: dict[str, FusedCase] = {
     "max_pool": FusedCase(_max_pool),
     "max_pool_backward": FusedCase(_max_pool),
     "max_min_dim": FusedCase(_max_min_dim),
+    "variance": FusedCase(_variance),
     "searchsorted": FusedCase(_searchsorted),
     "mode_index": FusedCase(_mode_index),
     "bincount": FusedCase(_bincount),

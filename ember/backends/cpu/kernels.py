@@ -33,6 +33,7 @@ from ember.backends.cpu import blas, cascade_sum, compiled, half_vector_lanes, h
 from ember.backends.xp import Hooks, make_kernels
 from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
 from ember.backends.xp.opmath import half_by_number
+from ember.backends.xp.reductions import variance_kernel
 from ember.core.backend import (
     EVERY_DTYPE,
     FLOAT8_DTYPES,
@@ -235,6 +236,10 @@ KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": ra
                 "pytorch_normal_fill16": compiled.normal_fill16,
                 "pytorch_randperm_shuffle": compiled.randperm_shuffle})
 
+
+# (var and std add in PyTorch's order too; a 0-d result stays 0-d: ascontiguousarray's is 1-d)
+KERNELS["variance"] = variance_kernel(
+    KERNELS["sum"], np.sqrt, lambda a: np.ascontiguousarray(a) if np.ndim(a) else np.asarray(a))
 
 _WIDER_SCAN = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
 

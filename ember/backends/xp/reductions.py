@@ -2,10 +2,36 @@
 
 from __future__ import annotations
 
+from math import nan, prod
+
 from ember.backends.xp.lib import ArrayLib, Kernel
 
 _PARTIAL_SHARE = 4
 """topk partitions (rather than sorts) a row of at least this many times `k` elements."""
+
+
+def variance_kernel(total: Kernel, sqrt: Kernel, as_array: Kernel) -> Kernel:
+    """The fused kernel `variance` over a backend's own `sum` kernel `total` (the CPU's
+    adds in PyTorch's order): (var or std, mean) over `dims` as PyTorch's CPU kernels
+    reduce them, in float64 whatever the input's dtype and rounded once to it; the
+    deviations are taken from the float64 mean, or (`own_mean`: its all-reduce of var and
+    std) from the mean in the input's own dtype. See ember.core.ops.reduction._moments,
+    whose decomposition this computes in the same steps."""
+    def variance(x, dims, correction, keepdim, root, own_mean):
+        n = x.size if dims is None else prod(x.shape[d] for d in dims)
+        wide = x.astype("float64", copy=False)
+        centre = total(wide, dims, True) / (n if n else nan)
+        shift = centre
+        if own_mean:
+            shift = (total(x, dims, True) / x.dtype.type(n)).astype("float64")
+        deviation = wide - shift
+        out = total(deviation * deviation, dims, keepdim) / (
+            n - correction if n - correction > 0 else nan)
+        if root:
+            out = sqrt(out)
+        return (as_array(out.astype(x.dtype, copy=False)),
+                as_array(centre.reshape(out.shape).astype(x.dtype, copy=False)))
+    return variance
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
@@ -160,4 +186,5 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         "any": reduction(xp.any), "argmax": arg_reduction(xp.argmax),
         "argmin": arg_reduction(xp.argmin), "max_min_dim": max_min_dim, "cumsum": cumsum,
         "topk": topk,
+        "variance": variance_kernel(accumulating(add_reduce), xp.sqrt, as_array),
     }

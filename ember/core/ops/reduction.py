@@ -645,7 +645,8 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
 
 _var = var
 var = composite(complex=True, node_label="VarBackward0", traced_as_node=True,
-                cost=costs.reduction(4), method=_variance_overloads("var", True)(_var))(
+                fused="variance", cost=costs.reduction(4),
+                method=_variance_overloads("var", True)(_var))(
     _variance_overloads("var", False)(_var))
 
 
@@ -658,27 +659,62 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
     """var's computation (std's with `root`); `op` (var, std, var_mean, std_mean) names it
     in PyTorch's warning when the correction leaves no degrees of freedom (the result is
     NaN)."""
-    if input._dtype in dt.HALF_DTYPES:
-        return in_float32(lambda x: _variance(op, x, dim, unbiased, keepdim, correction, root),
-                          input)
+    return _moments(op, input, dim, unbiased, keepdim, correction, root)[0]
+
+
+def _moments(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool,
+             correction: Any, root: bool = False, with_mean: bool = False) -> tuple:
+    """(variance or its root, the mean where `with_mean`) by PyTorch's CPU algorithm: a
+    real input is reduced in float64 whatever its dtype (its Welford reduction) and
+    rounded once to the input's dtype, the mean too; the all-reduce of var and std (one
+    result) takes the deviations from the mean in the input's own dtype. A complex
+    input's variance is its real part's plus its imaginary part's."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     if not input._dtype._differentiable:
         names = op if op in ("var_mean", "std_mean") else "std and var"
         raise with_context(RuntimeError(f"{names} only support floating point and complex "
                                         "dtypes"), f"{op}: input of dtype {input._dtype}")
+    if input._dtype.is_complex:
+        variance = _moments(op, input.real, dim, unbiased, keepdim, correction)[0] + \
+            _moments(op, input.imag, dim, unbiased, keepdim, correction)[0]
+        return (_root(variance) if root else variance), \
+            (mean(input, _dims_arg(op, input, dim), keepdim) if with_mean else None)
     dims = _dims_arg("var", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     if n - correction <= 0:
         warnings.warn(_NO_FREEDOM.format(op), UserWarning, stacklevel=user_stacklevel())
-    centered = input - mean(input, dims, keepdim=True)
-    if input._dtype.is_complex:  # |x - mean|^2: a real variance, as PyTorch's
-        centered = centered.real * centered.real + centered.imag * centered.imag
-        total = sum(centered, dims, keepdim)
-    else:
-        total = sum(centered * centered, dims, keepdim)
-    variance = total / (n - correction if n - correction > 0 else float("nan"))
-    return _root(variance) if root else variance
+    own_mean = bool(n) and n == input.numel() and not with_mean and \
+        input._dtype in _ALL_REDUCED
+    if not (state.enabled and input._requires_grad):
+        both = run_fused("variance", input, dims=dims, correction=correction,
+                         keepdim=keepdim, root=root, own_mean=own_mean)
+        if both is not None:
+            return both
+    wide = input if input._dtype is dt.float64 else to_dtype(input, dt.float64)
+    centre = mean(wide, dims, keepdim=True)
+    # PyTorch's CPU all-reduce: two passes about the mean in the input's own dtype
+    centered = wide - (mean(input, dims, keepdim=True) if own_mean else centre)
+    variance = sum(centered * centered, dims, keepdim) / (
+        n - correction if n - correction > 0 else float("nan"))
+    if root:
+        variance = _root(variance)
+    if input._dtype is not dt.float64:
+        variance = to_dtype(variance, input._dtype)
+    if not with_mean:
+        return variance, None
+    centre = centre if keepdim else reshape(centre, variance.shape)
+    return variance, centre if input._dtype is dt.float64 else to_dtype(centre, input._dtype)
+
+
+fused_kernel("variance", replaces="var", outputs=("like", "like"),
+             signature="variance(x, *, dims, correction, keepdim, root, own_mean) -> "
+                       "(var, mean)",
+             doc="var (std where `root`) over `dims` and the mean, reduced in float64 and "
+                 "rounded to x's dtype; the deviations from the mean in x's own dtype where "
+                 "`own_mean` (PyTorch's CPU all-reduce of var and std).")
+
+_ALL_REDUCED = (dt.float32, dt.float64)
 
 
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
@@ -702,24 +738,28 @@ def _root(variance: Tensor) -> Tensor:
     return where(zero, 0.0, where(zero, 1.0, variance).sqrt())
 
 
-@composite(node_label="VarMeanBackward0",
+@composite(complex=True, node_label="VarMeanBackward0",
            variants="function", cost=costs.reduction(5))
 @_variance_overloads("var_mean", False)
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`var`, `mean`) over `dim`."""
-    return (_variance("var_mean", input, dim, unbiased, keepdim, correction),
-            mean(input, _dims_arg("var_mean", input, dim), keepdim))
+    return _with_mean("var_mean", input, dim, unbiased, keepdim, correction, False)
 
 
-@composite(node_label="StdMeanBackward0",
+@composite(complex=True, node_label="StdMeanBackward0",
            variants="function", cost=costs.reduction(5))
 @_variance_overloads("std_mean", False)
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`std`, `mean`) over `dim`."""
-    return (_variance("std_mean", input, dim, unbiased, keepdim, correction, root=True),
-            mean(input, _dims_arg("std_mean", input, dim), keepdim))
+    return _with_mean("std_mean", input, dim, unbiased, keepdim, correction, True)
+
+
+def _with_mean(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool,
+               correction: Any, root: bool) -> tuple:
+    """(var or std, mean) of var_mean and std_mean."""
+    return _moments(op, input, dim, unbiased, keepdim, correction, root, with_mean=True)
 
 
 @composite(complex=True, node_label="LogsumexpBackward0",

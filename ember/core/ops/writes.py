@@ -77,16 +77,22 @@ def _copy_backwards() -> str:
     return f"{dt.API_NAME}::autograd::CopyBackwards"
 
 
-def _copied(value: Tensor) -> Tensor:
-    """copy_'s new value; a leaf that requires grad (`y.copy_(x)`, x a leaf) as a tensor of
-    a node of its own, PyTorch's CopyBackwards, else y would take x's place in the graph
-    as it is: no node, no gradient to x. (Another value's node stays y's, so the ops
-    written as a copy into their input keep their nodes' names: ThresholdBackward1.)"""
-    if not (state.enabled and value._requires_grad and value._node is None):
+def _copied(old: Tensor, value: Tensor, named: bool) -> Tensor:
+    """copy_'s new value. Where `named` (the public `y.copy_(x)`) and `x` requires grad, a
+    tensor of a node of its own, PyTorch's CopyBackwards: the gradient reaches `x`, and
+    `y`'s old value as zeros. Else a leaf `x` still gets one (y would take x's place in
+    the graph as it is: no node, no gradient to x), and another value's node stays y's,
+    so the ops written as a copy into their input (`write_value`) keep their nodes'
+    names: ThresholdBackward1."""
+    if not (state.enabled and value._requires_grad and (named or value._node is None)):
         return value
     out = value.detach()
-    record(_copy_backwards(), lambda node, g: g, (value,), out)
+    record(_copy_backwards(), _copy_back, (old, value), out)
     return out
+
+
+def _copy_back(node: Any, g: Tensor) -> tuple:
+    return (g.new_zeros(g.shape) if node.needs[0] else None), g
 
 
 @composite(complex=True, variants="function", cost=costs.creation)
@@ -122,13 +128,24 @@ def zero_(input: Tensor) -> Tensor:
 @composite(complex=True, variants="method", cost=costs.movement)
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copies `src` (broadcastable; any device or dtype) into this tensor, in place."""
+    return _copy_into(self, src, True)
+
+
+def write_value(self: Tensor, value: Tensor) -> Tensor:
+    """`self.copy_(value)` for an op written as a copy of its result into its input
+    (`relu_`, `add_`): `self` takes `value`'s own graph node (ReluBackward0), not a
+    CopyBackwards of it."""
+    return _copy_into(self, value, False)
+
+
+def _copy_into(self: Tensor, src: Any, named: bool) -> Tensor:
     if not isinstance(src, Tensor):
         src = Tensor._from_data(src, device=self.device)
 
     def compute(old: Tensor) -> Tensor:
         moved = to_dtype(to_device(src, self.device), self._dtype)
-        return _copied(expand(moved, tuple(self.shape))
-                       if tuple(moved.shape) != tuple(self.shape) else moved)
+        return _copied(old, expand(moved, tuple(self.shape))
+                       if tuple(moved.shape) != tuple(self.shape) else moved, named)
     out = apply_inplace(self, compute, src, op="copy_")
     if isinstance(src, Tensor) and src._requires_grad:
         return out
