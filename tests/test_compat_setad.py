@@ -161,8 +161,8 @@ def test_half_softmax_backward_as_torch(dtype: str, dim: int) -> None:
 
 
 # half-float layer_norm keeps its mean and 1/std in the input's dtype for backward, as
+# PyTorch's CPU kernel does: the input gradient computed from those rounded statistics
 # (to the last bit), the node NativeLayerNormBackward0 with edges to input, weight and bias
-# (bit for bit), the node NativeLayerNormBackward0 with edges to input, weight and bias
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("affine", [True, False])
 def test_half_layer_norm_backward_as_torch(dtype: str, affine: bool) -> None:
