@@ -47,11 +47,12 @@ _vector_bytes: int | None = None
 def vector_bytes() -> int:
     """The width of PyTorch's CPU vectors here: 64 bytes where it runs its AVX-512 kernels
     (avx512f/bw/vl/dq and an OS that enables them), else 32 (AVX2). ATEN_CPU_CAPABILITY
-    ("avx2", "avx512", "default") picks as it does in PyTorch."""
+    picks as it does in PyTorch ("avx512": 64; "avx2", or "default", whose generic vectors
+    are 32 bytes too: 32)."""
     global _vector_bytes
     if _vector_bytes is None:
         forced = os.environ.get("ATEN_CPU_CAPABILITY", "").lower()
-        if forced in ("avx2", "avx512"):
+        if forced in ("avx2", "avx512", "default"):
             _vector_bytes = 64 if forced == "avx512" else 32
         else:
             info = blas._cpu_info()
@@ -160,7 +161,7 @@ def _contiguous_rows(rows: np.ndarray, lanes: int) -> np.ndarray:
     kernels = compiled.sum_kernels(rows.size)
     n = rows.shape[1]
     if kernels is None and n < lanes:
-        # row_sum of fewer than 8 elements, short: x0 (x4 x5 ...) x1 x2 x3, in order from 0
+        # row_sum of less than a vector, in short: x0 (x4 x5 ...) x1 x2 x3 in order, from 0
         order = [0, *range(4, n), 1, 2, 3] if n >= 4 else list(range(n))
         return _in_order([np.zeros((1, rows.shape[0]), rows.dtype), rows.T[order]])
     if kernels is None:
