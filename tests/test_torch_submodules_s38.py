@@ -16,7 +16,8 @@ torch = pytest.importorskip("torch")
 
 @pytest.mark.parametrize("name", ["futures", "__future__", "_inductor", "_inductor.config",
                                   "cuda.nvtx", "nn.utils.weight_norm",
-                                  "distributed.elastic.multiprocessing.errors"])
+                                  "distributed.elastic.multiprocessing.errors",
+                                  "distributed.fsdp", "distributed.fsdp.wrap"])
 def test_the_submodule_imports_with_pytorchs_public_names(name: str) -> None:
     ours = importlib.import_module(f"ember.{name}")
     theirs = importlib.import_module(f"torch.{name}")
@@ -247,3 +248,45 @@ def test_debug_level_from_the_environment(monkeypatch) -> None:
             debug.set_debug_level_from_env()
     finally:
         debug.set_debug_level(debug.DebugLevel.OFF)
+
+
+def _fsdp_story(lib) -> list:
+    """What a program sees of torch.distributed.fsdp on a machine without a GPU."""
+    import importlib
+    fsdp = importlib.import_module(f"{lib.__name__}.distributed.fsdp")
+    wrap = importlib.import_module(f"{lib.__name__}.distributed.fsdp.wrap")
+    seen = [list(fsdp.ShardingStrategy), fsdp.BackwardPrefetch.BACKWARD_PRE,
+            list(fsdp.StateDictType), list(fsdp.OptimStateKeyType), fsdp.CPUOffload(),
+            fsdp.MixedPrecision(param_dtype=lib.bfloat16, reduce_dtype=lib.float32),
+            fsdp.FullStateDictConfig(offload_to_cpu=True, rank0_only=True),
+            fsdp.FullOptimStateDictConfig(), fsdp.ShardedStateDictConfig(),
+            fsdp.MixedPrecisionPolicy(), fsdp.CPUOffloadPolicy()]
+    nn = lib.nn
+    for m in (nn.Linear(10, 10), nn.MultiheadAttention(8, 2), nn.ModuleList([nn.Linear(2, 2)])):
+        seen.append([wrap.size_based_auto_wrap_policy(m, recurse, numel, min_num_params=100)
+                     for recurse in (True, False) for numel in (50, 200)])
+        seen.append([wrap.transformer_auto_wrap_policy(m, False, 0, {nn.Linear}),
+                     wrap.ModuleWrapPolicy({nn.Linear})(m, False),
+                     wrap.lambda_auto_wrap_policy(m, False, 0, lambda_fn=lambda x: False)])
+    try:
+        fsdp.FullyShardedDataParallel(nn.Linear(2, 2))
+    except RuntimeError as e:
+        seen.append(str(e))
+    return seen
+
+
+def test_fsdp_settings_policies_and_refusal_without_a_gpu_as_pytorchs() -> None:
+    if ember.accelerator.is_available() or torch.accelerator.is_available():
+        pytest.skip("an accelerator is present")
+    ours, theirs = _fsdp_story(ember), _fsdp_story(torch)
+    assert [str(x).replace("ember", "torch") for x in ours] == [str(x) for x in theirs]
+    from ember.distributed.fsdp import wrap
+
+    class Box:
+        def __init__(self, module, **kwargs):
+            self.module, self.kwargs = module, kwargs
+    layer = ember.nn.Linear(2, 2)
+    assert wrap.wrap(layer) is layer
+    with wrap.enable_wrap(wrapper_cls=Box, flag=1):
+        boxed = wrap.wrap(layer, other=2)
+    assert boxed.module is layer and boxed.kwargs == {"flag": 1, "other": 2}
