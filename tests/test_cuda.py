@@ -212,10 +212,12 @@ def test_cuda_kernel_table_builds_on_cupy_and_covers_the_cpus():
     from ember.backends.cuda import kernels
 
     cpu = set(plugins.get_backend("cpu").kernels)
-    # the CPU's whole-layer LSTM and GRU; its host-side search, mode and random transforms
+    # the CPU's whole-layer LSTM and GRU; its host-side search, mode, counting, unique,
+    # nll_loss and random transforms
     cpu_only = {"lstm_layer", "lstm_layer_backward", "gru_layer", "gru_layer_backward",
                 "searchsorted", "mode_index", "pytorch_normal_fill16",
-                "pytorch_randperm_shuffle"}
+                "pytorch_randperm_shuffle", "bincount", "bincount_weighted", "nll_loss",
+                "unique"}
     assert cpu - cpu_only <= set(kernels.KERNELS), sorted(cpu - cpu_only - set(kernels.KERNELS))
     for name in ("rand", "randn", "randint", "randperm", "relu_backward", "matmul"):
         assert callable(kernels.KERNELS[name])

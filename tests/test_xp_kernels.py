@@ -102,6 +102,7 @@ CUPY_NAMES = CUPY_NAMES | frozenset("eye diagonal swapaxes empty linalg finfo".s
 COMPLEX_OPS = frozenset({"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c",
                          "_fft_c2r"})
 SHARED_OPS = SHARED_OPS | COMPLEX_OPS
+SHARED_OPS = SHARED_OPS | {"variance"}  # var/std/var_mean/std_mean's fused kernel
 CUPY_NAMES = CUPY_NAMES | frozenset("conj fft complex64".split())
 CUPY_NAMES = CUPY_NAMES | frozenset(["copysign"])  # erf's sign, remainder's zero
 CUPY_NAMES = CUPY_NAMES | frozenset(["zeros_like"])  # cholesky_ex's partial factor
@@ -255,7 +256,9 @@ def _calls():
     calls += [(op, (x,), {"dims": (1,), "keepdim": True}) for op in
               "sum prod max min all any".split()]
     calls += [("argmax", (x,), {"dim": 1}), ("argmin", (x,), {"dim": None}),
-              ("cumsum", (x,), {"dim": 0}), ("topk", (x,), {"k": 2, "dim": 1}),
+              ("cumsum", (x,), {"dim": 0}),
+              ("variance", (x,), {"dims": (0,), "correction": 1, "keepdim": False,
+                                  "root": True, "own_mean": False}), ("topk", (x,), {"k": 2, "dim": 1}),
               ("topk", (x,), {"k": 3, "dim": 0, "largest": False}),
               ("max_min_dim", (x,), {"dim": 1, "keepdim": False, "largest": True}),
               ("max_min_dim", (x,), {"dim": 0, "keepdim": True, "largest": False}),

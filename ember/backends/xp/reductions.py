@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from math import nan, prod
+from typing import Any
 
 from ember.backends.xp.lib import ArrayLib, Kernel
 
 _PARTIAL_SHARE = 4
 """topk partitions (rather than sorts) a row of at least this many times `k` elements."""
+
+
+def narrow(wide: Any, dtype: Any) -> Any:
+    """A float64 result in `dtype` as PyTorch's kernels round it: a half float through
+    float (its constructor takes a float), so twice."""
+    if wide.dtype.itemsize > 4 and dtype.itemsize == 2:
+        wide = wide.astype("float32")
+    return wide.astype(dtype, copy=False)
 
 
 def variance_kernel(total: Kernel, sqrt: Kernel, as_array: Kernel) -> Kernel:
@@ -29,8 +38,8 @@ def variance_kernel(total: Kernel, sqrt: Kernel, as_array: Kernel) -> Kernel:
             n - correction if n - correction > 0 else nan)
         if root:
             out = sqrt(out)
-        return (as_array(out.astype(x.dtype, copy=False)),
-                as_array(centre.reshape(out.shape).astype(x.dtype, copy=False)))
+        return as_array(narrow(out, x.dtype)), as_array(narrow(centre.reshape(out.shape),
+                                                               x.dtype))
     return variance
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from ember.core import costs
 from ember.core import dtype as dt
+from ember.core import forward_ad as fw
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, tensor, zeros
 from ember.core.declare import check_outs, composite, fused_kernel, primitive, write_outs
@@ -686,7 +687,7 @@ def _moments(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: b
         warnings.warn(_NO_FREEDOM.format(op), UserWarning, stacklevel=user_stacklevel())
     own_mean = bool(n) and n == input.numel() and not with_mean and \
         input._dtype in _ALL_REDUCED
-    if not (state.enabled and input._requires_grad):
+    if not (state.enabled and input._requires_grad or fw.active):  # (no tangent there)
         both = run_fused("variance", input, dims=dims, correction=correction,
                          keepdim=keepdim, root=root, own_mean=own_mean)
         if both is not None:
