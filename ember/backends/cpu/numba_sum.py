@@ -15,6 +15,7 @@ one of these kernels (``import ember`` never loads numba).
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 from ember.backends.cpu.numba_kernels import _jit, one_like
 
@@ -70,21 +71,74 @@ def _row_sum(x, start, stride, size):
     return total
 
 
+@numba.njit
+def _add_rows(x, base, rows, width, into):
+    """into[k] += x[base + r * width + k], row by row (a sequential sum per k)."""
+    for r in range(rows):
+        row = base + r * width
+        for k in range(width):
+            into[k] += x[row + k]
+
+
+@numba.njit(inline="always")
+def _vector_row_sum(x, start, lanes, vectors, acc, lane_sums):
+    """`row_sum` of `vectors` consecutive vectors of `lanes` elements from x[start], into
+    `lane_sums` (lanes,): the four interleaved cascades advance together over blocks of
+    four vectors, as PyTorch's SIMD loop does (one pass through memory), each lane and
+    chain its own accumulators in `acc` (4 levels of 4 * lanes)."""
+    width = 4 * lanes
+    rows = vectors // 4
+    power = max(4, _ceil_log2(rows) // 4)
+    step = 1 << power
+    mask = step - 1
+    zero = one_like(x[0]) - one_like(x[0])
+    acc0, acc1, acc2, acc3 = acc[0], acc[1], acc[2], acc[3]
+    acc[:, :] = zero
+    i = 0
+    while i + step <= rows:
+        _add_rows(x, start + i * width, step, width, acc0)
+        i += step
+        for k in range(width):
+            acc1[k] += acc0[k]
+            acc0[k] = zero
+        if i & (mask << power) == 0:
+            for k in range(width):
+                acc2[k] += acc1[k]
+                acc1[k] = zero
+            if i & (mask << (2 * power)) == 0:
+                for k in range(width):
+                    acc3[k] += acc2[k]
+                    acc2[k] = zero
+    _add_rows(x, start + i * width, rows - i, width, acc0)
+    for k in range(width):  # each chain's four levels, added up
+        acc0[k] = ((acc0[k] + acc1[k]) + acc2[k]) + acc3[k]
+    for lane in range(lanes):
+        total = acc0[lane]
+        for v in range(4 * rows, vectors):  # the vectors left over, to the first chain
+            total += x[start + v * lanes + lane]
+        for chain in range(1, 4):
+            total += acc0[chain * lanes + lane]
+        lane_sums[lane] = total
+
+
 @_jit(contract=False)
 def inner_sums(x, starts, size, lanes, out):
     """For each start, the sum of the `size` contiguous elements from it
     (`vectorized_inner_sum` by vectors of `lanes`, or `row_sum` below one vector)."""
+    acc = np.empty((4, 4 * lanes), x.dtype)
+    lane_sums = np.empty(lanes, x.dtype)
     for r in range(starts.size):
         start = starts[r]
         if size < lanes:
             out[r] = _row_sum(x, start, 1, size)
             continue
         vectors = size // lanes
+        _vector_row_sum(x, start, lanes, vectors, acc, lane_sums)
         total = one_like(x[0]) - one_like(x[0])
         for k in range(vectors * lanes, size):
             total += x[start + k]
-        for lane in range(lanes):  # each lane: a row_sum of its elements, one a vector
-            total += _row_sum(x, start + lane, lanes, vectors)
+        for lane in range(lanes):
+            total += lane_sums[lane]
         out[r] = total
 
 
