@@ -39,7 +39,6 @@ from ember.core.backend import (
     FLOAT8_DTYPES,
     LIMITED_DTYPES,
     bfloat16,
-    float16,
     numpy_dtype,
     to_float8,
 )
@@ -260,18 +259,13 @@ def _cumsum(shared):
 KERNELS["cumsum"] = _cumsum(KERNELS["cumsum"])
 
 
-_F64 = np.dtype(np.float64)
-
-
 def _float8_cast(cast):
-    """The cast kernel, through float32 where PyTorch converts through it: float8 into a
-    float8 dtype with its rounding and saturation (to_float8), out of one exactly; and
-    float64 into float16, which PyTorch rounds to float first (`c10::Half` is made from a
-    float: two roundings, which differ from NumPy's one near a float16 halfway point)."""
+    """The cast kernel, float8 through float32 as PyTorch converts: into a float8 dtype
+    with its rounding and saturation (to_float8), out of one exactly."""
     float8 = frozenset(_NP[d] for d in FLOAT8_DTYPES)
 
     def kernel(x, dtype):
-        if x.dtype in float8 or (x.dtype == _F64 and dtype is float16):
+        if x.dtype in float8:
             x = x.astype(np.float32)
         if dtype in FLOAT8_DTYPES:
             return to_float8(x.real if x.dtype.kind == "c" else x, dtype.name)

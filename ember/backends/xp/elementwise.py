@@ -13,6 +13,7 @@ from ember.backends.xp.lib import (
     disordered,
     in_float32,
     in_torch_order,
+    through_float,
     torch_layout,
 )
 from ember.backends.xp.opmath import half_by_number
@@ -235,6 +236,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             if dtype.name == "bool":  # nonzero: either part
                 return x != 0
             x = x.real  # (core has warned, as PyTorch)
+        x = through_float(x, lib.dtypes[dtype])
         if x.flags.c_contiguous:  # (the common case)
             return x.astype(lib.dtypes[dtype])
         return copy_like(x, lib.dtypes[dtype], xp)

@@ -47,6 +47,17 @@ def in_float32(xp: Any, f: Kernel, *arrays: Any, out: Any = None) -> Any:
     return out
 
 
+def through_float(x: Any, target: Any) -> Any:
+    """`x`, ready to become `target`: a float64 array going to a 2-byte float (float16,
+    bfloat16) rounded to float32 first, as PyTorch converts (c10::Half and c10::BFloat16
+    are made from a float: two roundings, which differ from one next to a halfway
+    point)."""
+    if x.dtype.kind == "f" and x.dtype.itemsize == 8 and target.itemsize == 2 and \
+            target.kind not in "iu":
+        return x.astype("float32")
+    return x
+
+
 def copy_like(x: Any, dtype: Any, xp: Any) -> Any:
     """`x` copied into `dtype`, laid out as PyTorch's `to` lays out the copy: with `x`'s
     own strides when they are dense (row-major or a permuted view), else densely in

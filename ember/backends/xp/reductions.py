@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 from math import nan, prod
-from typing import Any
 
-from ember.backends.xp.lib import ArrayLib, Kernel
+from ember.backends.xp.lib import ArrayLib, Kernel, through_float
 
 _PARTIAL_SHARE = 4
 """topk partitions (rather than sorts) a row of at least this many times `k` elements."""
-
-
-def narrow(wide: Any, dtype: Any) -> Any:
-    """A float64 result in `dtype` as PyTorch's kernels round it: a half float through
-    float (its constructor takes a float), so twice."""
-    if wide.dtype.itemsize > 4 and dtype.itemsize == 2:
-        wide = wide.astype("float32")
-    return wide.astype(dtype, copy=False)
 
 
 def variance_kernel(total: Kernel, sqrt: Kernel, as_array: Kernel) -> Kernel:
@@ -38,8 +29,9 @@ def variance_kernel(total: Kernel, sqrt: Kernel, as_array: Kernel) -> Kernel:
             n - correction if n - correction > 0 else nan)
         if root:
             out = sqrt(out)
-        return as_array(narrow(out, x.dtype)), as_array(narrow(centre.reshape(out.shape),
-                                                               x.dtype))
+        return (as_array(through_float(out, x.dtype).astype(x.dtype, copy=False)),
+                as_array(through_float(centre.reshape(out.shape), x.dtype).astype(
+                    x.dtype, copy=False)))
     return variance
 
 
