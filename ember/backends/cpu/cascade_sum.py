@@ -159,11 +159,6 @@ def _contiguous_rows(rows: np.ndarray, lanes: int) -> np.ndarray:
     """The sum of each row of a C-contiguous (rows, n) array, n > 0 (a loop of inner
     sums whose results go each to its own output)."""
     kernels = compiled.sum_kernels(rows.size)
-    n = rows.shape[1]
-    if kernels is None and n < lanes:
-        # row_sum of less than a vector, in short: x0 (x4 x5 ...) x1 x2 x3 in order, from 0
-        order = [0, *range(4, n), 1, 2, 3] if n >= 4 else list(range(n))
-        return _in_order([np.zeros((1, rows.shape[0]), rows.dtype), rows.T[order]])
     if kernels is None:
         return inner_sum(rows.T, lanes)
     out = np.empty(rows.shape[0], rows.dtype)
