@@ -958,6 +958,10 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.nn.torch_functions"), name)
     if name == "ops":  # torch.ops.mylib.foo: the operators ember.library registered
         return importlib.import_module("ember.library.registry").ops
+    if name in ("PyTorchFileReader", "PyTorchFileWriter"):  # torch.save's zip records
+        return getattr(importlib.import_module("ember.stream_file"), name)
+    if name in ("ScriptModule", "ScriptMethod", "ScriptFunction"):  # torch._C's classes
+        return getattr(importlib.import_module("ember._C"), name)
     if name in ("Event", "Stream"):  # torch.Event, torch.Stream: the device-generic ones
         return getattr(importlib.import_module("ember.event"), name)
     if name in _DEPRECATED_BUILD_FLAGS:  # torch.has_cuda & co: warn, then answer

@@ -164,11 +164,15 @@ def strided_view(flat: np.ndarray, offset: Any, size: Any, stride: Any) -> np.nd
 def place(t: Tensor, saved: str, map_location: Any) -> Tensor:
     """A loaded CPU tensor moved where `map_location` says (None: the device it was
     saved from; a device or string; a dict from saved device names to new ones; a
-    callable `(tensor, saved_device) -> tensor`)."""
+    callable `(tensor, saved_device) -> tensor`, or None for the saved device, as
+    PyTorch's default restore location)."""
+    if callable(map_location) and not isinstance(map_location, (str, Device)):
+        moved = map_location(t, saved)
+        if moved is not None:
+            return moved
+        map_location = None
     if map_location is None:
         target = saved
-    elif callable(map_location) and not isinstance(map_location, (str, Device)):
-        return map_location(t, saved)
     elif isinstance(map_location, dict):
         target = map_location.get(saved, saved)
     else:

@@ -26,6 +26,13 @@ from ember.profiler.record_function import record_function
 from ember.profiler.schedule import ProfilerAction, ScheduleError, schedule
 from ember.profiler.trace import tensorboard_trace_handler
 
+
+def kineto_available() -> bool:
+    """Whether the activity profiler (`profile` with activities and schedules) is
+    available: always in ember, as in PyTorch's CPU builds (where it is Kineto)."""
+    return True
+
+
 __all__ = ["DeviceType", "EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction",
-           "ProfilerActivity", "ScheduleError", "profile", "record_function", "schedule",
-           "supported_activities", "tensorboard_trace_handler"]
+           "ProfilerActivity", "ScheduleError", "kineto_available", "profile",
+           "record_function", "schedule", "supported_activities", "tensorboard_trace_handler"]

@@ -61,6 +61,9 @@ def _node_type(tree: Any) -> Any:
     return type(tree)
 
 
+_get_node_type = _node_type  # PyTorch's name, which libraries (Lightning) import
+
+
 def tree_is_leaf(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
     """Whether `tree` is a leaf: not a registered container, or `is_leaf(tree)`."""
     if is_leaf is not None and is_leaf(tree):

@@ -8,6 +8,7 @@ from ember.core.dtype import place_in
 from ember.nn.module import (  # noqa: F401
     Module,
     RemovableHandle,
+    _IncompatibleKeys,
     register_module_buffer_registration_hook,
     register_module_forward_hook,
     register_module_forward_pre_hook,
