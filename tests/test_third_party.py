@@ -1,11 +1,15 @@
 """Libraries built on PyTorch, unchanged, on ember (`python -m ember.run`): PyTorch
 Lightning (Trainer, callbacks, loggers, checkpoints, the model summary's FLOPs),
-torchmetrics and einops. Each script in tests/third_party runs under the real torch and
-under ember, and prints the same text.
+torchmetrics, einops, Hugging Face transformers (GPT-2, BERT, Llama from configs,
+generation, save_pretrained/from_pretrained through safetensors) and
+torch.distributed.checkpoint. Each script in tests/third_party runs under the real torch
+and under ember, and prints the same text.
 
 And the PyTorch internals those libraries reach for, each against torch:
 `torch.utils.flop_counter.FlopCounterMode`, `torch.PyTorchFileReader/Writer`,
-`torch._C._nn._parse_to`, a `map_location` callable that returns None.
+`torch._C._nn._parse_to`, a `map_location` callable that returns None, pytree key paths,
+DTensor placements, functional collectives (real MPI ranks), `UntypedStorage.from_file`
+with `torch.asarray`, writes into an expand that repeats nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def _start(script: str, alias: bool, workdir: Path) -> subprocess.Popen:
     workdir.mkdir()
     cmd = [sys.executable, "-W", "ignore", *(["-m", "ember.run"] if alias else []),
            str(SCRIPTS / script), str(workdir)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
     return subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -47,6 +51,8 @@ def _finish(proc: subprocess.Popen, who: str) -> str:
     ("lightning_callbacks.py", "pytorch_lightning"),
     ("torchmetrics_usage.py", "torchmetrics"),
     ("einops_usage.py", "einops"),
+    ("transformers_models.py", "transformers"),
+    ("dcp_usage.py", "torch"),
 ])
 def test_library_script_prints_what_torch_prints(script: str, library: str,
                                                  tmp_path: Path) -> None:
@@ -225,3 +231,127 @@ def test_names_libraries_import() -> None:
     assert ember.ScriptFunction is ember.jit.ScriptFunction
     assert not isinstance(ember.jit.script(ember.nn.Linear(2, 2)), ember.ScriptModule)
     ember._C._log_api_usage_once("ember.test")  # a no-op, as in PyTorch
+
+
+# -- pytree key paths, placements, storages, small semantics -------------------------------
+
+def test_pytree_key_paths_match_torch() -> None:
+    from collections import namedtuple
+
+    import torch.utils._pytree as theirs
+
+    import ember.utils._pytree as ours
+
+    point = namedtuple("point", "x y")
+    tree = {"a": [1, (2, 3)], "b": point(4, [5]), "c": {}}
+    for m in (theirs, ours):
+        m_point = point
+        flat, _ = m.tree_flatten_with_path({**tree, "b": m_point(4, [5])})
+        m.keystr_paths = [m.keystr(p) for p, _ in flat]
+    assert ours.keystr_paths == theirs.keystr_paths
+    assert [repr(p) for p, _ in ours.tree_flatten_with_path(tree)[0]] == \
+        [repr(p) for p, _ in theirs.tree_flatten_with_path(tree)[0]]
+    mapped = ours.tree_map_with_path(lambda p, v: (ours.keystr(p), v), [1, {"k": 2}])
+    assert mapped == theirs.tree_map_with_path(lambda p, v: (theirs.keystr(p), v), [1, {"k": 2}])
+    assert ours.key_get(tree, (ours.MappingKey("a"), ours.SequenceKey(1),
+                               ours.SequenceKey(0))) == 2
+
+
+def test_dtensor_placements_match_torch() -> None:
+    from torch.distributed.tensor import Partial, Replicate, Shard
+    from torch.distributed.tensor.placement_types import _StridedShard
+
+    from ember.distributed.tensor import DTensor, distribute_tensor
+    from ember.distributed.tensor import Partial as EPartial
+    from ember.distributed.tensor import Replicate as EReplicate
+    from ember.distributed.tensor import Shard as EShard
+    from ember.distributed.tensor.placement_types import _StridedShard as EStrided
+
+    for a, b in ((Shard(1), EShard(1)), (Replicate(), EReplicate()), (Partial(), EPartial()),
+                 (_StridedShard(0, split_factor=2), EStrided(0, split_factor=2))):
+        assert (repr(a), str(a)) == (repr(b), str(b))
+    for size, chunks in ((10, 3), (2, 3), (0, 2), (7, 7)):
+        for rank in range(chunks):
+            assert EShard.local_shard_size_and_offset(size, chunks, rank) == \
+                Shard.local_shard_size_and_offset(size, chunks, rank)
+    assert EShard(0).is_shard() and not EShard(0).is_shard(1) and EPartial().is_partial()
+    assert not isinstance(ember.zeros(2), DTensor)
+    with pytest.raises(NotImplementedError, match="ember has no DTensor"):
+        distribute_tensor(ember.zeros(2))
+
+
+def test_functional_collectives_on_real_ranks() -> None:
+    from distributed_util import mpi_missing, run_ranks
+
+    if mpi_missing():
+        pytest.skip(str(mpi_missing()))
+    code, out = run_ranks(2, """
+        import ember, ember.distributed as dist
+        import ember.distributed._functional_collectives as fc
+        dist.init_process_group()
+        r = dist.get_rank()
+        x = ember.tensor([1.0, 2.0]) * (r + 1)
+        assert fc.all_reduce(x, "sum", None).tolist() == [3.0, 6.0]
+        assert x.tolist() == [1.0 * (r + 1), 2.0 * (r + 1)]  # a new tensor, x unchanged
+        assert fc.wait_tensor(fc.broadcast(x, 1, None)).tolist() == [2.0, 4.0]
+        g = fc.all_gather_tensor(x.reshape(1, 2), 1, None)
+        assert g.tolist() == [[1.0, 2.0, 2.0, 4.0]], g
+        rs = fc.reduce_scatter_tensor(ember.arange(4.0).reshape(2, 2) * (r + 1), "sum", 1, None)
+        assert rs.tolist() == ([[0.0], [6.0]] if r == 0 else [[3.0], [9.0]]), rs
+        src = ember.tensor([10.0 * r, 10.0 * r + 1, 10.0 * r + 2], requires_grad=True)
+        out = fc.all_to_all_single_autograd(src, [1, 2] if r == 0 else [2, 1],
+                                            [1, 2] if r == 0 else [2, 1], None)
+        want = [0.0, 10.0, 11.0] if r == 0 else [1.0, 2.0, 12.0]
+        assert out.tolist() == want, out
+        (out * ember.arange(1.0, 4.0)).sum().backward()
+        # each element's gradient is the weight of the place it was sent to
+        assert src.grad.tolist() == ([1.0, 1.0, 2.0] if r == 0 else [2.0, 3.0, 3.0]), src.grad
+        dist.destroy_process_group()
+    """, timeout=120)
+    assert code == 0, out
+
+
+def test_untyped_storage_from_file_and_asarray(tmp_path: Path) -> None:
+    path = tmp_path / "bytes.bin"
+    data = bytes(range(16))
+    path.write_bytes(data)
+    for m in (torch, ember):
+        storage = m.UntypedStorage.from_file(str(path), shared=False, nbytes=16).untyped()
+        assert storage.nbytes() == 16
+        piece = m.asarray(storage[4:12], dtype=m.uint8)
+        assert piece.tolist() == list(range(4, 12))
+        assert m.asarray(storage[0:8], dtype=m.uint8).view(dtype=m.int32).tolist() == \
+            [int.from_bytes(data[0:4], "little"), int.from_bytes(data[4:8], "little")]
+    assert path.read_bytes() == data  # copy-on-write: the file is untouched
+
+
+def test_write_into_an_expand_that_repeats_nothing() -> None:
+    for m in (torch, ember):
+        b = m.arange(5).expand(1, -1)
+        b.copy_(m.arange(5).expand(1, -1) * 2)
+        assert b.tolist() == [[0, 2, 4, 6, 8]] and b.stride() == (5, 1)
+        with pytest.raises(RuntimeError, match="more than one element of the written-to"):
+            m.arange(5).expand(3, 5).copy_(m.zeros(3, 5, dtype=m.int64))
+
+
+def test_module_annotations_resolve() -> None:
+    import typing
+
+    hints = typing.get_type_hints(ember.nn.Module)
+    assert hints["training"] is bool and hints["dump_patches"] is bool
+    for name in ("Linear", "Conv2d", "LSTM", "TransformerEncoderLayer", "MultiheadAttention"):
+        typing.get_type_hints(getattr(ember.nn, name))  # no NameError
+
+
+def test_cuda_graphs_and_dynamo_markers_behave_as_torch_cpu() -> None:
+    for m in (torch, ember):
+        with pytest.raises(RuntimeError, match="Tried to instantiate dummy base class CUDAGraph"):
+            m.cuda.CUDAGraph()
+        with pytest.raises(RuntimeError, match="dummy base class _cuda_isCurrentStream"):
+            m.cuda.is_current_stream_capturing()  # (a build without CUDA)
+
+        def fn():
+            return 1
+        assert m._dynamo.assume_constant_result(fn) is fn and fn._dynamo_marked_constant
+        assert m._dynamo.forbid_in_graph(fn)._dynamo_forbidden
+        assert m._dynamo.graph_break() is None

@@ -12,13 +12,35 @@ from ember.compiler import allow_in_graph, disable, is_compiling, reset
 from ember.core.tensor import Tensor
 from ember.jit.backends import explain, list_backends, lookup_backend, register_backend
 
-__all__ = ["OptimizedModule", "allow_in_graph", "config", "disable", "eval_frame", "exc", "explain",
-           "is_compiling", "list_backends", "lookup_backend", "mark_dynamic", "mark_static",
-           "mark_static_address", "register_backend", "reset"]
+__all__ = ["OptimizedModule", "allow_in_graph", "assume_constant_result", "config", "disable",
+           "eval_frame", "exc", "explain", "forbid_in_graph", "graph_break", "is_compiling",
+           "list_backends", "lookup_backend", "mark_dynamic", "mark_static",
+           "mark_static_address", "maybe_mark_dynamic", "register_backend", "reset"]
 
 
 def mark_dynamic(t, index, *, min=None, max=None) -> None:  # noqa: A002 - PyTorch's names
     """Accepted: a replay is recorded per shape, so no dimension needs marking."""
+
+
+def maybe_mark_dynamic(t, index) -> None:
+    """Accepted, as :func:`mark_dynamic`."""
+
+
+def assume_constant_result(fn):
+    """Marks `fn`'s result as a constant while tracing (PyTorch's attribute on it); in
+    eager code and in ember's replays, `fn` runs as it is."""
+    fn._dynamo_marked_constant = True
+    return fn
+
+
+def forbid_in_graph(fn):
+    """Marks `fn` as not to be traced (PyTorch's attribute on it); `fn` runs as it is."""
+    fn._dynamo_forbidden = True
+    return fn
+
+
+def graph_break() -> None:
+    """Ends the traced region here under PyTorch's compiler; nothing to do eagerly."""
 
 
 def mark_static(t, index=None) -> None:

@@ -51,8 +51,8 @@ def _converted(t: Tensor, d: dt.dtype | None, device: DeviceLike, copy: bool | N
 @composite(complex=True, variants="function")
 def asarray(obj: Any, *, dtype: Any = None, device: DeviceLike = None,
             copy: bool | None = None, requires_grad: bool | None = None) -> Tensor:
-    """`obj` (a tensor, NumPy array, DLPack capsule or object, buffer, sequence or number)
-    as a tensor, sharing its memory when `copy` is not True and neither `dtype` nor
+    """`obj` (a tensor, storage, NumPy array, DLPack capsule or object, buffer, sequence or
+    number) as a tensor, sharing its memory when `copy` is not True and neither `dtype` nor
     `device` asks for a conversion (`copy=False` raises where one is needed).
     `requires_grad` defaults to `obj.requires_grad` for a tensor, else False."""
     d = dtype_arg(dtype, "asarray")
@@ -67,7 +67,14 @@ def asarray(obj: Any, *, dtype: Any = None, device: DeviceLike = None,
         if out.requires_grad != wanted:
             out = out.detach().requires_grad_(wanted)
         return out
-    if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
+    from ember.core.storage import TypedStorage, UntypedStorage
+
+    if isinstance(obj, TypedStorage):  # its memory, shared: an untyped one's bytes as `dtype`
+        flat = obj._flat()
+        if isinstance(obj, UntypedStorage) and d is not None and d is not flat.dtype:
+            flat, d = flat.view(d), None
+        out = _converted(flat, d, device, copy)
+    elif hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
         from ember.core.dlpack import from_dlpack
 
         out = _converted(from_dlpack(obj), d, device, copy)

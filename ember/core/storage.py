@@ -67,6 +67,10 @@ class TypedStorage:
     def tolist(self) -> list:
         return self._flat().tolist()
 
+    def untyped(self) -> UntypedStorage:
+        """The same memory as an :class:`UntypedStorage` (bytes)."""
+        return self if isinstance(self, UntypedStorage) else UntypedStorage(self._owner)
+
     def __getitem__(self, i: Any) -> Any:
         out = self._flat()[i]
         return out.item() if out.ndim == 0 else out.tolist()
@@ -103,6 +107,30 @@ class UntypedStorage(TypedStorage):
 
     def nbytes(self) -> int:
         return self._owner.numel() * self._owner.element_size()
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):  # a byte range: a storage over the same memory
+            return UntypedStorage(self._flat()[i])
+        return super().__getitem__(i)
+
+    @classmethod
+    def from_file(cls, filename: str, shared: bool = False, nbytes: int = 0
+                  ) -> UntypedStorage:
+        """The first `nbytes` bytes of a file (all of it for 0), mapped into memory:
+        written through to the file when `shared`, private copy-on-write otherwise (as
+        safetensors reads checkpoints)."""
+        import os
+
+        import numpy as np
+
+        from ember.core.creation import from_numpy
+
+        size = nbytes or os.path.getsize(filename)
+        if size == 0:
+            return cls(from_numpy(np.empty(0, np.uint8)))
+        data = np.memmap(filename, dtype=np.uint8, mode="r+" if shared else "c",
+                         shape=(size,))
+        return cls(from_numpy(data))
 
     def __repr__(self) -> str:
         values = "\n".join(f" {v}" for v in self.tolist())

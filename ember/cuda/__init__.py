@@ -681,10 +681,13 @@ def stream(stream: Stream | None) -> StreamContext:
 
 
 def __getattr__(name: str):
-    if name in ("amp", "nvtx"):  # load on first use, as ember's other subpackages
-        import importlib
+    import importlib
 
+    if name in ("amp", "nvtx", "graphs"):  # load on first use, as ember's other subpackages
         return importlib.import_module(f"ember.cuda.{name}")
+    if name in ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
+                "make_graphed_callables"):
+        return getattr(importlib.import_module("ember.cuda.graphs"), name)
     if name == "default_generators":  # one generator a device (none without CUDA)
         from ember.core.creation import Generator
 

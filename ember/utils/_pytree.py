@@ -10,24 +10,86 @@ from __future__ import annotations
 
 from collections import OrderedDict, defaultdict, deque, namedtuple
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 __all__ = ["PyTree", "Context", "TreeSpec", "LeafSpec", "register_pytree_node",
            "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_iter",
            "tree_map", "tree_map_", "tree_map_only", "tree_map_only_", "tree_all",
            "tree_any", "tree_all_only", "tree_any_only", "treespec_leaf", "tree_is_leaf",
-           "treespec_pprint"]
+           "treespec_pprint", "tree_flatten_with_path", "tree_leaves_with_path",
+           "tree_map_with_path", "keystr", "key_get", "SequenceKey", "MappingKey",
+           "GetAttrKey", "KeyEntry", "KeyPath"]
 
 PyTree = Any
 Context = Any
 
 
 class NodeDef(NamedTuple):
-    """How a registered container type flattens (`(children, context)`) and rebuilds."""
+    """How a registered container type flattens (`(children, context)`), rebuilds, and
+    names its children (`flatten_with_keys_fn`: `([(key, child), ...], context)`)."""
 
     type: type
     flatten_fn: Callable[[Any], tuple[list[Any], Context]]
     unflatten_fn: Callable[[Iterable[Any], Context], Any]
+    flatten_with_keys_fn: Callable[[Any], tuple[list[tuple[Any, Any]], Context]] | None = None
+
+
+# -- key paths: where a leaf sits (`tree_flatten_with_path`) ------------------------------
+
+@dataclass(frozen=True)
+class SequenceKey:
+    """A child of a sequence, by position: prints as `[0]`."""
+
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+    def get(self, sequence: Any) -> Any:
+        return sequence[self.idx]
+
+
+@dataclass(frozen=True)
+class MappingKey:
+    """A child of a mapping, by key: prints as `['a']`."""
+
+    key: Any
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+    def get(self, mapping: Any) -> Any:
+        return mapping[self.key]
+
+
+@dataclass(frozen=True)
+class GetAttrKey:
+    """A child held in an attribute (a namedtuple's field): prints as `.name`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+    def get(self, obj: Any) -> Any:
+        return getattr(obj, self.name)
+
+
+KeyEntry = Any
+KeyPath = tuple[KeyEntry, ...]
+
+
+def keystr(kp: KeyPath) -> str:
+    """A key path as text, as Python would index it: `['a'][0].x`."""
+    return "".join(str(k) for k in kp)
+
+
+def key_get(obj: Any, kp: KeyPath) -> Any:
+    """The child of `obj` at key path `kp`."""
+    for k in kp:
+        obj = k.get(obj)
+    return obj
 
 
 SUPPORTED_NODES: dict[Any, NodeDef] = {}
@@ -35,16 +97,21 @@ SUPPORTED_NODES: dict[Any, NodeDef] = {}
 
 def register_pytree_node(cls: type, flatten_fn: Callable[[Any], tuple[list[Any], Context]],
                          unflatten_fn: Callable[[Iterable[Any], Context], Any], *,
-                         serialized_type_name: str | None = None, **_: Any) -> None:
+                         serialized_type_name: str | None = None,
+                         flatten_with_keys_fn: Callable[[Any], tuple[list[tuple[Any, Any]],
+                                                                     Context]] | None = None,
+                         **_: Any) -> None:
     """Make `cls` a pytree node: `flatten_fn(obj)` returns `(children, context)` and
-    `unflatten_fn(children, context)` rebuilds the object.
+    `unflatten_fn(children, context)` rebuilds the object; `flatten_with_keys_fn(obj)`,
+    if given, returns `([(key, child), ...], context)` for the key-path functions
+    (`tree_flatten_with_path`; without it they raise ValueError for `cls`).
 
     Raises:
         ValueError: if `cls` is already registered.
     """
     if cls in SUPPORTED_NODES:
         raise ValueError(f"{cls} is already registered as pytree node.")
-    SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn)
+    SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn, flatten_with_keys_fn)
 
 
 _register_pytree_node = register_pytree_node  # the name older programs import
@@ -75,17 +142,36 @@ def _dict_flatten(d: dict) -> tuple[list[Any], Context]:
     return list(d.values()), list(d.keys())
 
 
-register_pytree_node(tuple, lambda t: (list(t), None), lambda values, _: tuple(values))
-register_pytree_node(list, lambda t: (list(t), None), lambda values, _: list(values))
-register_pytree_node(dict, _dict_flatten, lambda values, keys: dict(zip(keys, values)))
+def _dict_flatten_with_keys(d: dict) -> tuple[list[tuple[MappingKey, Any]], Context]:
+    values, context = _dict_flatten(d)
+    return [(MappingKey(k), v) for k, v in zip(context, values)], context
+
+
+def _seq_flatten_with_keys(seq: Any, context: Context = None
+                           ) -> tuple[list[tuple[SequenceKey, Any]], Context]:
+    return [(SequenceKey(i), v) for i, v in enumerate(seq)], context
+
+
+register_pytree_node(tuple, lambda t: (list(t), None), lambda values, _: tuple(values),
+                     flatten_with_keys_fn=_seq_flatten_with_keys)
+register_pytree_node(list, lambda t: (list(t), None), lambda values, _: list(values),
+                     flatten_with_keys_fn=_seq_flatten_with_keys)
+register_pytree_node(dict, _dict_flatten, lambda values, keys: dict(zip(keys, values)),
+                     flatten_with_keys_fn=_dict_flatten_with_keys)
 register_pytree_node(namedtuple, lambda t: (list(t), type(t)),
-                     lambda values, cls: cls(*values))
+                     lambda values, cls: cls(*values),
+                     flatten_with_keys_fn=lambda t: (
+                         [(GetAttrKey(f), v) for f, v in zip(t._fields, t)], type(t)))
 register_pytree_node(OrderedDict, _dict_flatten,
-                     lambda values, keys: OrderedDict(zip(keys, values)))
+                     lambda values, keys: OrderedDict(zip(keys, values)),
+                     flatten_with_keys_fn=_dict_flatten_with_keys)
 register_pytree_node(defaultdict, lambda d: (list(d.values()), [d.default_factory, list(d)]),
-                     lambda values, ctx: defaultdict(ctx[0], zip(ctx[1], values)))
+                     lambda values, ctx: defaultdict(ctx[0], zip(ctx[1], values)),
+                     flatten_with_keys_fn=lambda d: (
+                         [(MappingKey(k), v) for k, v in d.items()], [d.default_factory, list(d)]))
 register_pytree_node(deque, lambda d: (list(d), d.maxlen),
-                     lambda values, maxlen: deque(values, maxlen=maxlen))
+                     lambda values, maxlen: deque(values, maxlen=maxlen),
+                     flatten_with_keys_fn=lambda d: _seq_flatten_with_keys(d, d.maxlen))
 
 
 class TreeSpec:
@@ -204,6 +290,45 @@ def tree_unflatten(leaves: Iterable[Any], treespec: TreeSpec) -> PyTree:
         raise TypeError(f"tree_unflatten(leaves, treespec): Expected `treespec` to be "
                         f"instance of TreeSpec but got item of type {type(treespec)}.")
     return treespec.unflatten(leaves)
+
+
+def tree_flatten_with_path(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None
+                           ) -> tuple[list[tuple[KeyPath, Any]], TreeSpec]:
+    """The leaves of `tree` with their key paths, and its structure.
+
+    Raises:
+        ValueError: for a node type registered without `flatten_with_keys_fn`.
+    """
+    leaves, spec = tree_flatten(tree, is_leaf)
+    return list(zip(_paths(tree, is_leaf, ()), leaves)), spec
+
+
+def _paths(tree: PyTree, is_leaf: Callable | None, prefix: KeyPath) -> Iterable[KeyPath]:
+    if tree_is_leaf(tree, is_leaf):
+        yield prefix
+        return
+    node = SUPPORTED_NODES[_node_type(tree)]
+    if node.flatten_with_keys_fn is None:
+        raise ValueError(f"Did not find a flatten_with_keys_fn for type: {node.type}. Please "
+                         "pass a flatten_with_keys_fn argument to register_pytree_node.")
+    for key, child in node.flatten_with_keys_fn(tree)[0]:
+        yield from _paths(child, is_leaf, (*prefix, key))
+
+
+def tree_leaves_with_path(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None
+                          ) -> list[tuple[KeyPath, Any]]:
+    """The leaves of `tree` with their key paths."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(func: Callable[..., Any], tree: PyTree, *rests: PyTree,
+                       is_leaf: Callable[[PyTree], bool] | None = None) -> PyTree:
+    """`tree` with each leaf replaced by `func(key_path, leaf, *matching leaves of
+    rests)`."""
+    with_path, spec = tree_flatten_with_path(tree, is_leaf)
+    others = [_leaves_like(r, spec, is_leaf) for r in rests]
+    return spec.unflatten(func(path, leaf, *(o[i] for o in others))
+                          for i, (path, leaf) in enumerate(with_path))
 
 
 class _Asterisk(str):

@@ -146,7 +146,9 @@ def _matmul(a, b):
 def _expand(shared):
     """The shared `expand` (NumPy's broadcast_to: ~5 us of argument checks and an nditer
     in Python) as one array constructor over a C-contiguous input's own buffer; the
-    result is read-only as broadcast_to's is. Other inputs take the shared kernel."""
+    result is read-only as broadcast_to's is where elements repeat (one that only gains
+    size-1 dims aliases nothing, and PyTorch writes into it). Other inputs take the shared
+    kernel."""
     def expand(x, shape):
         lead = len(shape) - x.ndim
         if not x.flags.c_contiguous or not x.size or lead < 0:
@@ -161,7 +163,8 @@ def _expand(shared):
         if not math.prod(target) or tuple(target) == x.shape:
             return shared(x, shape)
         out = np.ndarray(tuple(target), x.dtype, buffer=x, strides=tuple(strides))
-        out.flags.writeable = False
+        if out.size != x.size:
+            out.flags.writeable = False
         return out
     return expand
 

@@ -26,7 +26,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         target = tuple(s if n == -1 else n for s, n in zip((1,) * lead + x.shape, shape))
         if target == x.shape:  # nothing repeats: a plain (writable) view, made faster
             return x.view()
-        return xp.broadcast_to(x, target)
+        out = xp.broadcast_to(x, target)
+        if out.size == x.size:  # only size-1 dims added: no element repeats, so writable
+            # (PyTorch writes into `arange(n).expand(1, -1)`: a size-1 dim's stride 0
+            # aliases nothing)
+            return xp.lib.stride_tricks.as_strided(x, shape=out.shape, strides=out.strides)
+        return out
 
     def strided_view(x, shape, steps, start):
         # a view through the input's own strides: `steps` and `start` count indices

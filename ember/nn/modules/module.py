@@ -3,9 +3,12 @@
 `ember.nn.module`."""
 
 import sys
+from collections.abc import Callable  # noqa: F401 - Module's annotations resolve here
+from typing import Any  # noqa: F401 - (typing.get_type_hints(Module), as transformers calls)
 
 from ember.core.dtype import place_in
 from ember.nn.module import (  # noqa: F401
+    _EXTRA_STATE_KEY_SUFFIX,
     Module,
     RemovableHandle,
     _IncompatibleKeys,
