@@ -1,8 +1,9 @@
 """`torch.cuda.graphs`: CUDA graph capture, which ember does not do.
 
 ember's CUDA backend launches CuPy kernels one by one; it has no capture of a stream
-into a replayable graph. The names are here for the code that mentions them (type hints, capture checks), and constructing a graph refuses as PyTorch's
-builds without CUDA graphs refuse: `CUDAGraph()` raises RuntimeError.
+into a replayable graph. The names are here for the code that mentions them (type hints,
+capture checks), and constructing a graph refuses as PyTorch's builds without CUDA
+graphs refuse: `CUDAGraph()` raises RuntimeError.
 """
 
 from __future__ import annotations
