@@ -51,6 +51,7 @@ def _finish(proc: subprocess.Popen, who: str) -> str:
     ("lightning_callbacks.py", "pytorch_lightning"),
     ("torchmetrics_usage.py", "torchmetrics"),
     ("einops_usage.py", "einops"),
+    ("lightning_fabric_loop.py", "lightning"),
     ("transformers_models.py", "transformers"),
     ("dcp_usage.py", "torch"),
 ])
