@@ -19,7 +19,7 @@ from ember.core import graph
 from ember.core.dispatch import check_out, device_mismatch, write_into
 from ember.core.errors import with_context
 from ember.core.grad_mode import check_writable, no_grad, state
-from ember.core.graph import FnNode, default_label, edge_of
+from ember.core.graph import FnNode, default_label, edge_of, replayed_view_node
 from ember.core.tensor import Tensor
 from ember.core.view_strides import keep_strides
 
@@ -192,7 +192,8 @@ def _rebase_view(x: Tensor, result: Tensor) -> None:
                   meta=(tuple(base.shape), base._dtype, base._device))
     base._node, base._output_nr, base._requires_grad = node, 0, True
     fresh = fn(base)
-    x._node, x._output_nr, x._requires_grad = fresh._node, fresh._output_nr, True
+    x._node, x._output_nr = replayed_view_node(fresh, base), fresh._output_nr
+    x._requires_grad = True
     x._view_vc = x._vc[0]
 
 

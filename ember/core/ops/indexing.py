@@ -947,19 +947,26 @@ def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0, *
     d = normalize_dim("tensor_split", dim, input.ndim)
     n = input.shape[d]
     if isinstance(indices_or_sections, Tensor):
+        if indices_or_sections.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {indices_or_sections.ndim} dims")
+        if indices_or_sections.dtype is not dt.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have "
+                               f"dtype of long, but got "
+                               f"{SCALAR_TYPE_NAMES[indices_or_sections.dtype.name]}")
         indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, int):
         if indices_or_sections <= 0:
-            raise RuntimeError(f"tensor_split: number of sections must be greater than 0, "
-                               f"but got {indices_or_sections}")
+            raise RuntimeError(f"number of sections must be larger than 0, got "
+                               f"{indices_or_sections}")
         q, r = divmod(n, indices_or_sections)
         return _split(input, [q + 1 if i < r else q for i in range(indices_or_sections)], d)
     bounds = [min(max(int(i) + n if int(i) < 0 else int(i), 0), n)
               for i in indices_or_sections]
     out, start = [], 0
-    for stop in bounds + [n]:
-        stop = max(stop, start)
-        out.append(narrow(input, d, start, stop - start))
+    for stop in bounds + [n]:  # (an index below the one before: an empty piece there, and
+        out.append(narrow(input, d, start, max(stop - start, 0)))  # the next from it)
         start = stop
     return tuple(out)
 
