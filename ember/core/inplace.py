@@ -54,6 +54,56 @@ def multi_output_views(views: tuple) -> tuple:
     return views
 
 
+INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor "
+                    "refers to a single memory location. Please clone() the tensor before "
+                    "performing the operation.")
+PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the "
+                   "written-to tensor refer to a single memory location. Please clone() the "
+                   "tensor before performing the operation.")
+# the writes PyTorch makes without its overlap checks (a fill of an expanded tensor)
+_UNCHECKED_WRITES = frozenset({"fill_", "zero_"})
+
+
+def _dense(shape: tuple, strides: tuple) -> bool:
+    """ATen's is_non_overlapping_and_dense: the dims, ordered by stride, tile memory."""
+    step = 1
+    for n, st in sorted(((n, st) for n, st in zip(shape, strides) if n != 1),
+                        key=lambda p: p[1]):
+        if st != step:
+            return False
+        step *= n
+    return True
+
+
+def check_overlap(op: str, x: Tensor, others: tuple) -> None:
+    """PyTorch's memory-overlap checks of a write into `x` (an in-place op, `out=`):
+    `x` may not have elements that share memory (a dim of more than one element with
+    stride 0), and no tensor it reads may overlap it only in part (all of it, with the
+    same strides, is fine). Where the layouts are not dense PyTorch cannot tell, and
+    neither checks."""
+    if op in _UNCHECKED_WRITES:
+        return
+    shape = x._data.shape
+    raw = x._backend.strides(x._data)
+    if 0 in raw and any(n > 1 and st == 0 for n, st in zip(shape, raw)):
+        raise RuntimeError(INTERNAL_OVERLAP)
+    for o in others:
+        if isinstance(o, Tensor) and o is not x and o._vc is x._vc and o.numel() and \
+                x.numel() and _partial_overlap(x, o):
+            raise RuntimeError(PARTIAL_OVERLAP)
+
+
+def _partial_overlap(a: Tensor, b: Tensor) -> bool:
+    sa, sb = a.stride(), b.stride()
+    if not (_dense(tuple(a.shape), sa) and _dense(tuple(b.shape), sb)):
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    if (a0, a1) == (b0, b1):
+        return sa != sb
+    return a0 < b1 and b0 < a1
+
+
 def write(x: Tensor, result: Tensor, op: str) -> None:
     """Copy `result` into `x`'s storage (checks first, so a failure changes nothing)."""
     check_out(op, x, result._data.shape, result._dtype)
@@ -123,6 +173,7 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
     """Run `compute(x)` out of place and write the result into `x`; `others` are the
     op's other operands (autograd records when any of them, or `x`, requires grad)."""
     check_writable(x)
+    check_overlap(op, x, others)
     if x._view_mode is not None and state.enabled:
         _check_view_mode(x)
     if not recording(x, *others):

@@ -1018,6 +1018,10 @@ def strided_view(input: Tensor, shape: Sequence[int], steps: Sequence[Sequence[i
 def _strided(input: Tensor, shape: tuple, steps: tuple, start: tuple, label: str) -> Tensor:
     out = apply_labelled(OPS["strided_view"], label, input, shape=shape, steps=steps,
                          start=start)
+    if input._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(input, input)
+    out._strides_of = (input, input._data, out._data, "strided", (steps, start))
+    out._strides_depth = input._strides_depth + 1
     return as_view(out, input, lambda b: _strided(b, shape, steps, start, label))
 
 
