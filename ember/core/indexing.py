@@ -246,6 +246,7 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
         key = (key,)
     items: list[Any] = []
     masks: list[Tensor] = []  # the bool and uint8 masks, as the key gave them
+    bad: TypeError | None = None
     for k in key:
         k = _as_index_tensor(k, x)
         if isinstance(k, Tensor):
@@ -276,8 +277,10 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             items.append(k)
         elif isinstance(k, numbers.Integral):
             items.append(int(k))
-        elif isinstance(k, (str, bytes)):  # PyTorch reads it as a sequence to make a tensor of
-            raise TypeError(f"new(): invalid data type '{type(k).__name__}'")
+        elif isinstance(k, (str, bytes)):  # PyTorch reads it as a sequence to make a tensor
+            # of, once it has counted the key's dims (it takes one)
+            bad = bad or TypeError(f"new(): invalid data type '{type(k).__name__}'")
+            items.append(slice(None))
         else:
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(k).__name__})")
@@ -287,6 +290,8 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     if consumed > x.ndim:
         raise with_context(IndexError(f"too many indices for tensor of dimension {x.ndim}"),
                            f"index: {consumed} indices for a tensor of shape {tuple(x.shape)}")
+    if bad is not None:
+        raise bad
     if sum(k is Ellipsis for k in items) > 1:
         items = _drop_later_ellipses(items, x.ndim, x.ndim - consumed)
     if any(k is Ellipsis for k in items):
