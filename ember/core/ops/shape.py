@@ -183,6 +183,12 @@ def _check_int_list(op: str, name: str, items: tuple, sequence: bool) -> None:
     """PyTorch's parser on `op`'s int-list argument `name`, given as one `sequence` or as
     separate `items`: a first entry that is no int matches no overload; a later one fails
     to unpack."""
+    for a in items:
+        if type(a) is not int:
+            break
+    else:
+        return  # (the common case, at once)
+
     def type_name(a: Any) -> str:
         return "Tensor" if isinstance(a, Tensor) else type(a).__name__
     if items and not _int_like(items[0]):
