@@ -987,6 +987,18 @@ PROGRAMS_AI38 = [
 ]
 PROGRAM_SPECS += PROGRAMS_AI38
 
+PROGRAMS_AK39 = [
+    # indexing (basic, advanced, masks, several ellipses, setitem), index_put_/index_add_/
+    # index_copy_/index_fill_/index_reduce_, scatter and scatter_reduce, gather, take, masked
+    # ops, nonzero/where, their gradients and errors: arange data, the same text
+    Program("indexing_scatter_tour.py", same=r"(?m)^.*", long=True),
+    # view/reshape rules, strides and offsets, as_strided/unfold, expand/repeat, splits,
+    # permutations, dtype and complex views, which ops share storage, in-place writes through
+    # views, memory-overlap errors, the version counter: the same text
+    Program("views_strides_memory.py", same=r"(?m)^.*", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_AK39
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

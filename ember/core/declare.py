@@ -42,7 +42,7 @@ from ember.core.dtype import SCALAR_TYPE_NAMES
 from ember.core.errors import ArgumentTypeError, invalid_combination, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import labelled, relabel
-from ember.core.inplace import apply_inplace
+from ember.core.inplace import apply_inplace, check_overlap
 from ember.core.opdef import OPS, FusedKernel, Kind, Op, register, register_fused
 from ember.core.return_types import out_type
 from ember.core.shapes import fmt_shape
@@ -356,6 +356,8 @@ def _with_out(op: Op, fn: Callable) -> Callable:
                 kwargs = {**kwargs, "dtype": out._dtype}
             elif dtype is not out._dtype:
                 raise RuntimeError(OUT_DTYPE_ERRORS[True](dtype, out._dtype))
+        if isinstance(out, Tensor) and out._vc is not None:
+            check_overlap(f"{op.name}_out", out, (*args, *kwargs.values()))
         result = fn(*args, **kwargs)
         if isinstance(result, tuple):  # (a named result: max with a dim, cummax, frexp)
             if op.name in _TUPLE_OUT_OVERLOADS and not isinstance(out, (tuple, list)):

@@ -413,7 +413,7 @@ def edge_of(t: Any) -> tuple | None:
     if not t._requires_grad:
         return None
     if t._view_fn is not None and t._view_vc != t._vc[0]:
-        _refresh_view(t)
+        refresh_view(t)
     node = t._node
     if node is not None:
         return (node, t._output_nr)
@@ -423,7 +423,7 @@ def edge_of(t: Any) -> tuple | None:
     return (acc, 0)
 
 
-def _refresh_view(t: Any) -> None:
+def refresh_view(t: Any) -> None:
     """A view whose storage was written in place (through its base or another view of it)
     since its node was taken: its node is taken again from its base, whose graph holds
     the write (PyTorch regenerates a view's grad_fn the same way, on its version)."""
@@ -433,8 +433,18 @@ def _refresh_view(t: Any) -> None:
     finally:
         state.enabled = prev
     if fresh._requires_grad:
-        t._node, t._output_nr = fresh._node, fresh._output_nr
+        t._node, t._output_nr = replayed_view_node(fresh, t._base), fresh._output_nr
     t._view_vc = t._vc[0]
+
+
+def replayed_view_node(fresh: Any, base: Any) -> Any:
+    """The node of a view taken again from its base after an in-place write: PyTorch
+    replays a strided view as one `as_strided` of the base (AsStridedBackward0), whatever
+    op made it; a view of another dtype (view_as_real) keeps its own op's node."""
+    node = fresh._node
+    if fresh._dtype is base._dtype and hasattr(node, "label") and node.label != "CopySlices":
+        node.label = "AsStridedBackward0"
+    return node
 
 
 def record(label: str, fn: Callable, inputs: Sequence[Any], outputs: Any,

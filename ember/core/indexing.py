@@ -143,7 +143,7 @@ def view_label(key: Any, shape: tuple[int, ...]) -> str:
         else:
             if not isinstance(k, slice):
                 label = "SelectBackward0"
-            elif not full_slice(k, shape[dim]):
+            elif not full_slice(k, shape[dim] if dim < len(shape) else 0):  # (past a 2nd ...)
                 label = "SliceBackward0"
             dim += 1
     return label
@@ -185,6 +185,44 @@ def _width(k: Any) -> int:
     return 1
 
 
+def _drop_later_ellipses(items: list, ndim: int, rest: int) -> list:
+    """A key with several ellipses, as PyTorch walks it: each one moves the dimension it
+    is at by `rest` (the dimensions no other entry consumes), so the first stands for them
+    all and the later ones skip past the end. They change nothing when `rest` is 0, or when
+    only full slices follow them; any other entry after them is out of range."""
+    first = items.index(Ellipsis)
+    out = items[:first + 1]
+    dim, ndim_now = 0, ndim
+    for k in items[:first]:
+        dim, ndim_now = _walk(k, dim, ndim_now)
+    dim += rest
+    past = False
+    for k in items[first + 1:]:
+        if k is Ellipsis:
+            past = past or rest > 0
+            dim += rest
+            continue
+        if past and isinstance(k, slice) and k == slice(None):
+            continue
+        if past:
+            n = ndim_now + (k is None)
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
+                             f"{n - 1}], but got {dim})")
+        out.append(k)
+        dim, ndim_now = _walk(k, dim, ndim_now)
+    return out
+
+
+def _walk(k: Any, dim: int, ndim: int) -> tuple[int, int]:
+    """PyTorch's dimension pointer and the result's dims after the key entry `k` (an int
+    selects at the pointer: it removes a dim and leaves the pointer)."""
+    if isinstance(k, int):
+        return dim, ndim - 1
+    if k is None:
+        return dim + 1, ndim + 1
+    return dim + (k[1].ndim if isinstance(k, tuple) else 1), ndim
+
+
 _INDEX_DTYPES = (dt.int64, dt.int32)  # (and the uint8 and bool masks, taken before)
 def parse(x: Tensor, key: Any) -> ParsedIndex:
     fast = parse_basic(x._data.shape, key)
@@ -208,6 +246,7 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
         key = (key,)
     items: list[Any] = []
     masks: list[Tensor] = []  # the bool and uint8 masks, as the key gave them
+    bad: TypeError | None = None
     for k in key:
         k = _as_index_tensor(k, x)
         if isinstance(k, Tensor):
@@ -238,6 +277,10 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             items.append(k)
         elif isinstance(k, numbers.Integral):
             items.append(int(k))
+        elif isinstance(k, (str, bytes)):  # PyTorch reads it as a sequence to make a tensor
+            # of, once it has counted the key's dims (it takes one)
+            bad = bad or TypeError(f"new(): invalid data type '{type(k).__name__}'")
+            items.append(slice(None))
         else:
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(k).__name__})")
@@ -247,8 +290,10 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     if consumed > x.ndim:
         raise with_context(IndexError(f"too many indices for tensor of dimension {x.ndim}"),
                            f"index: {consumed} indices for a tensor of shape {tuple(x.shape)}")
+    if bad is not None:
+        raise bad
     if sum(k is Ellipsis for k in items) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        items = _drop_later_ellipses(items, x.ndim, x.ndim - consumed)
     if any(k is Ellipsis for k in items):
         i = next(j for j, k in enumerate(items) if k is Ellipsis)
         items[i:i + 1] = [slice(None)] * (x.ndim - consumed)

@@ -19,7 +19,7 @@ from ember.core import graph
 from ember.core.dispatch import check_out, device_mismatch, write_into
 from ember.core.errors import with_context
 from ember.core.grad_mode import check_writable, no_grad, state
-from ember.core.graph import FnNode, default_label, edge_of
+from ember.core.graph import FnNode, default_label, edge_of, replayed_view_node
 from ember.core.tensor import Tensor
 from ember.core.view_strides import keep_strides
 
@@ -52,6 +52,56 @@ def multi_output_views(views: tuple) -> tuple:
         if view._requires_grad and state.enabled:
             view._view_mode, view._multi_output = "multi", i
     return views
+
+
+INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor "
+                    "refers to a single memory location. Please clone() the tensor before "
+                    "performing the operation.")
+PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the "
+                   "written-to tensor refer to a single memory location. Please clone() the "
+                   "tensor before performing the operation.")
+# the writes PyTorch makes without its overlap checks (a fill of an expanded tensor)
+_UNCHECKED_WRITES = frozenset({"fill_", "zero_"})
+
+
+def _dense(shape: tuple, strides: tuple) -> bool:
+    """ATen's is_non_overlapping_and_dense: the dims, ordered by stride, tile memory."""
+    step = 1
+    for n, st in sorted(((n, st) for n, st in zip(shape, strides) if n != 1),
+                        key=lambda p: p[1]):
+        if st != step:
+            return False
+        step *= n
+    return True
+
+
+def check_overlap(op: str, x: Tensor, others: tuple) -> None:
+    """PyTorch's memory-overlap checks of a write into `x` (an in-place op, `out=`):
+    `x` may not have elements that share memory (a dim of more than one element with
+    stride 0), and no tensor it reads may overlap it only in part (all of it, with the
+    same strides, is fine). Where the layouts are not dense PyTorch cannot tell, and
+    neither checks."""
+    if op in _UNCHECKED_WRITES:
+        return
+    shape = x._data.shape
+    raw = x._backend.strides(x._data)
+    if 0 in raw and any(n > 1 and st == 0 for n, st in zip(shape, raw)):
+        raise RuntimeError(INTERNAL_OVERLAP)
+    for o in others:
+        if isinstance(o, Tensor) and o is not x and o._vc is x._vc and o.numel() and \
+                x.numel() and _partial_overlap(x, o):
+            raise RuntimeError(PARTIAL_OVERLAP)
+
+
+def _partial_overlap(a: Tensor, b: Tensor) -> bool:
+    sa, sb = a.stride(), b.stride()
+    if not (_dense(tuple(a.shape), sa) and _dense(tuple(b.shape), sb)):
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    if (a0, a1) == (b0, b1):
+        return sa != sb
+    return a0 < b1 and b0 < a1
 
 
 def write(x: Tensor, result: Tensor, op: str) -> None:
@@ -123,6 +173,7 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
     """Run `compute(x)` out of place and write the result into `x`; `others` are the
     op's other operands (autograd records when any of them, or `x`, requires grad)."""
     check_writable(x)
+    check_overlap(op, x, others)
     if x._view_mode is not None and state.enabled:
         _check_view_mode(x)
     if not recording(x, *others):
@@ -192,7 +243,8 @@ def _rebase_view(x: Tensor, result: Tensor) -> None:
                   meta=(tuple(base.shape), base._dtype, base._device))
     base._node, base._output_nr, base._requires_grad = node, 0, True
     fresh = fn(base)
-    x._node, x._output_nr, x._requires_grad = fresh._node, fresh._output_nr, True
+    x._node, x._output_nr = replayed_view_node(fresh, base), fresh._output_nr
+    x._requires_grad = True
     x._view_vc = x._vc[0]
 
 

@@ -23,7 +23,7 @@ from ember.core.device import device as Device
 from ember.core.errors import type_name, warn_once, with_context
 from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
-from ember.core.graph import Node, relabel, shown_as
+from ember.core.graph import Node, refresh_view, relabel, shown_as
 from ember.core.hooks import RemovableHandle
 from ember.core.host import dtype_arg, host_array, to_host
 from ember.core.placement import resolve
@@ -282,6 +282,8 @@ class Tensor:
 
     @property
     def grad_fn(self) -> Node | None:
+        if self._view_fn is not None and self._view_vc != self._vc[0] and self._requires_grad:
+            refresh_view(self)  # written in place since: PyTorch regenerates it on access
         return shown_as(self._node)
 
     @property

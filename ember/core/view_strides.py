@@ -92,9 +92,18 @@ def _index(shape: tuple, strides: tuple, out: tuple, spec: tuple) -> tuple:
     return tuple(new)
 
 
+def _strided(shape: tuple, strides: tuple, out: tuple, steps_start: tuple) -> tuple | None:
+    """strided_view (diagonal, unfold, as_strided): each output dim steps through the
+    input's index vector `steps[k]`, so by the input strides summed along it (a 0-d
+    input's steps say nothing: the backend's strides stand)."""
+    if not shape:
+        return None
+    return tuple(sum(a * s for a, s in zip(row, strides)) for row in steps_start[0])
+
+
 RULES: dict[str, Callable[..., tuple | None]] = {
     "reshape": _reshape, "unsqueeze": _unsqueeze, "keep": _keep, "expand": _expand,
-    "index": _index}
+    "index": _index, "strided": _strided}
 
 
 def _replay(t: Any) -> tuple[tuple, int] | None:
@@ -123,6 +132,8 @@ def _replay(t: Any) -> tuple[tuple, int] | None:
         if rec[3] == "index":  # (each int, and each slice's start, moves the offset)
             offset += sum(e[1] * strides[d] for d, e in
                           enumerate(e for e in rec[4] if e[0] != "none"))
+        elif rec[3] == "strided":  # (the start index moves it)
+            offset += sum(b * s for b, s in zip(rec[4][1], strides))
         strides = RULES[rec[3]](shape, strides, out, rec[4])
         if strides is None or len(strides) != len(out):
             return None

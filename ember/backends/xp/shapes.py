@@ -39,7 +39,13 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         if any(s == 0 for s in shape):
             return xp.empty(tuple(shape), x.dtype)
         first = x[tuple(slice(b, b + 1) for b in start)] if start else x
-        return xp.lib.stride_tricks.as_strided(first, shape=tuple(shape), strides=strides)
+        view = xp.lib.stride_tricks.as_strided(first, shape=tuple(shape), strides=strides)
+        if 0 in strides and any(n > 1 and st == 0 for n, st in zip(shape, strides)):
+            try:  # elements that share memory: not written, as a broadcast view (NumPy)
+                view.flags.writeable = False
+            except (AttributeError, ValueError):  # (CuPy keeps no such flag)
+                pass
+        return view
 
     def view_dtype(x, dtype):
         # NumPy and CuPy reinterpret a view's bytes in place (their strides count bytes);

@@ -25,11 +25,12 @@ from ember.core.declare import composite, primitive
 from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad
 from ember.core.inplace import as_view
+from ember.core.memory_format import like_layout, plain
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import atan2, to_dtype, where
 from ember.core.ops.indexing import select
-from ember.core.ops.shape import in_iter_order, stack
+from ember.core.ops.shape import empty_of, in_iter_order, in_layout, stack
 from ember.core.tensor import Tensor
 
 
@@ -154,6 +155,8 @@ def conj(input: Tensor) -> Tensor:
     if not input.dtype.is_complex:
         return input
     out = _conj_kernel(input)
+    if not plain(input):  # PyTorch's conj is a view: laid out as `input`, as a clone is
+        out = in_layout(out, like_layout(input, empty_of(out)))
     if not input._conj_view:  # (the conjugate of a conjugate view has no bit)
         out._conj_view = True
     return out

@@ -43,7 +43,7 @@ from ember.core.errors import ArgumentTypeError, warn_once, with_context
 from ember.core.grad_mode import new_version, no_grad, state
 from ember.core.graph import record, relabel
 from ember.core.host import dtype_arg, no_data, python_scalar
-from ember.core.inplace import apply_inplace, tracked
+from ember.core.inplace import apply_inplace, check_overlap, tracked
 from ember.core.memory_format import check_format, preserve_format, tensor_format
 from ember.core.opdef import OPS, Grad, Kind, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
@@ -631,6 +631,8 @@ def _binary_inplace(name: str, fn: Any) -> Any:
             given, other = other, as_operand(other, self)
             if name in _TENSORS_ONLY or isinstance(other, Tensor) and name in _TENSOR_OPERANDS:
                 raise ArgumentTypeError(name, "other", 1, "Tensor", given)
+        elif other._vc is self._vc and other is not self:  # (a view of one storage)
+            check_overlap(name + "_", self, (other,))
         return run_binary(name, self, other, out=self)
     method.__name__ = name + "_"
     return method

@@ -662,6 +662,14 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return out
 
 
+def _check_vector_index(op: str, index: Tensor) -> None:
+    """PyTorch's first check of index_add's and index_reduce's index: at most one dim."""
+    if index.ndim > 1:
+        raise IndexError(f"{op}_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.ndim} with type: {SCALAR_TYPE_NAMES[index.dtype.name]} and "
+                         f"size: {list(index.shape)}")
+
+
 def _check_index_add_shapes(input: Tensor, d: int, index: Tensor, source: Tensor) -> None:
     """PyTorch's checks of index_add's source, in its order: one slice per index, then
     `input`'s shape apart from `d`."""
@@ -682,6 +690,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
     """A copy of `input` with `alpha * source` added at `index` along `dim` (repeats
     accumulate)."""
     long = isinstance(index, Tensor) and index.dtype is dt.int64
+    _check_vector_index("index_add", index)
     index = long_index("index_add", index)
     d = normalize_dim("index_add", dim, input.ndim)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
@@ -938,19 +947,26 @@ def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0, *
     d = normalize_dim("tensor_split", dim, input.ndim)
     n = input.shape[d]
     if isinstance(indices_or_sections, Tensor):
+        if indices_or_sections.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {indices_or_sections.ndim} dims")
+        if indices_or_sections.dtype is not dt.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have "
+                               f"dtype of long, but got "
+                               f"{SCALAR_TYPE_NAMES[indices_or_sections.dtype.name]}")
         indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, int):
         if indices_or_sections <= 0:
-            raise RuntimeError(f"tensor_split: number of sections must be greater than 0, "
-                               f"but got {indices_or_sections}")
+            raise RuntimeError(f"number of sections must be larger than 0, got "
+                               f"{indices_or_sections}")
         q, r = divmod(n, indices_or_sections)
         return _split(input, [q + 1 if i < r else q for i in range(indices_or_sections)], d)
     bounds = [min(max(int(i) + n if int(i) < 0 else int(i), 0), n)
               for i in indices_or_sections]
     out, start = [], 0
-    for stop in bounds + [n]:
-        stop = max(stop, start)
-        out.append(narrow(input, d, start, stop - start))
+    for stop in bounds + [n]:  # (an index below the one before: an empty piece there, and
+        out.append(narrow(input, d, start, max(stop - start, 0)))  # the next from it)
         start = stop
     return tuple(out)
 
@@ -1022,7 +1038,8 @@ def _along(index: Tensor, d: int, shape: tuple) -> Tensor:
     return reshape(index, tuple(view)).expand(shape)
 
 
-@composite(complex=True, variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement,
+           node_label="IndexCopyBackward0")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of `input` with the slices of `source` along `dim` written at positions
     `index` there."""
@@ -1057,7 +1074,8 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 
 
-@composite(complex=True, variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement,
+           node_label="IndexPutBackward0")
 def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of `input` with `values` written (added, with `accumulate`; repeats add up)
     at `input[indices]`, a tuple of index tensors (int64, or bool masks)."""
@@ -1224,9 +1242,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         warnings.warn("index_reduce() is in beta and the API may change at any time.",
                       UserWarning, stacklevel=user_stacklevel())
     d = normalize_dim("index_reduce", dim, input.ndim)
-    if index.ndim > 1:
-        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
-                         f"{index.ndim} with type: Long and size: {list(index.shape)}")
+    _check_vector_index("index_reduce", index)
     if index.numel() != (source.shape[d] if source.ndim else 1):
         raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
                            f"equal to source.size(dim): ({source.shape[d] if source.ndim else 1}"

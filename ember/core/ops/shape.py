@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -146,17 +147,66 @@ def _cat_rule(*tensors, dim):
     return OutMeta(tuple(out), common, common)
 
 
-def sizes_arg(args: tuple, kwargs: dict | None = None, name: str = "size") -> tuple[int, ...]:
+def sizes_arg(args: tuple, kwargs: dict | None = None, name: str = "size",
+              op: str | None = None) -> tuple[int, ...]:
     """Sizes given as separate ints (`x.view(2, 3)`), as one sequence (`x.view((2, 3))`),
-    or by keyword (`x.view(size=(2, 3))`)."""
+    or by keyword (`x.view(size=(2, 3))`). With `op` (a method's name), an entry that is
+    no integer raises the TypeError PyTorch's argument parser gives that method."""
     if kwargs:
         if args or set(kwargs) != {name}:
             raise TypeError(f"expected the sizes as arguments or as {name}=, got {args} and "
                             f"{sorted(kwargs)}")
         args = (kwargs[name],)
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        if op is not None:
+            _check_int_list(op, name, tuple(args[0]), True)
         args = tuple(args[0])
+    elif op is not None:
+        _check_int_list(op, name, args, False)
     return tuple(int(a) for a in args)
+
+
+def _int_like(a: Any) -> bool:
+    """An entry PyTorch's parser takes in a list of ints: an integer (no bool), or a 0-d
+    tensor of an integer dtype."""
+    if isinstance(a, Tensor):
+        return a.ndim == 0 and not (a.dtype.is_floating_point or a.dtype.is_complex or
+                                    a.dtype is dt.bool_)
+    return isinstance(a, numbers.Integral) and not isinstance(a, bool)
+
+
+# the methods whose sizes PyTorch's parser matches against more than one overload
+_SIZE_OVERLOADS = {"view": ("(torch.dtype dtype)", "(tuple of ints size)")}
+
+
+def _check_int_list(op: str, name: str, items: tuple, sequence: bool) -> None:
+    """PyTorch's parser on `op`'s int-list argument `name`, given as one `sequence` or as
+    separate `items`: a first entry that is no int matches no overload; a later one fails
+    to unpack."""
+    for a in items:
+        if type(a) is not int:
+            break
+    else:
+        return  # (the common case, at once)
+
+    def type_name(a: Any) -> str:
+        return "Tensor" if isinstance(a, Tensor) else type(a).__name__
+    if items and not _int_like(items[0]):
+        if op in _SIZE_OVERLOADS:
+            got = "tuple" if sequence else ", ".join(type_name(a) for a in items)
+            raise invalid_combination(op, got, _SIZE_OVERLOADS[op])
+        if sequence:
+            raise TypeError(f"{op}(): argument '{name}' (position 1) must be tuple of ints, "
+                            f"but found element of type {type_name(items[0])} at pos 0")
+        if len(items) > 1:
+            raise TypeError(f"{op}() takes 1 positional argument but {len(items)} were given")
+        raise TypeError(f"{op}(): argument '{name}' (position 1) must be tuple of ints, not "
+                        f"{type_name(items[0])}")
+    for i, a in enumerate(items):
+        if not _int_like(a):
+            raise TypeError(f"{op}(): argument '{name}' failed to unpack the object at pos "
+                            f"{i + 1} with error \"type must be tuple of ints,but got "
+                            f"{type_name(a)}\"")
 
 
 # -- reshape and view -----------------------------------------------------------------
@@ -223,7 +273,8 @@ def named_view(x: Tensor, shape: tuple, label: str) -> Tensor:
 def _reshape_method(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
     if not shape and not kwargs:  # (`x.reshape(())` is a shape; `x.reshape()` is none)
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
-    return _reshape_impl(self, sizes_arg(shape, kwargs, "shape"), False, "reshape")
+    return _reshape_impl(self, sizes_arg(shape, kwargs, "shape", "reshape"), False,
+                         "reshape")
 
 
 @primitive(complex=True, rule=_reshape_rule, view=True, cost=costs.view, method=_reshape_method,
@@ -253,7 +304,7 @@ def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
         return _view_as_dtype(self, kwargs["dtype"])
     if not shape and not kwargs:
         raise invalid_combination("view", "", ("(torch.dtype dtype)", "(tuple of ints size)"))
-    return _reshape_impl(self, sizes_arg(shape, kwargs), True, "view")
+    return _reshape_impl(self, sizes_arg(shape, kwargs, op="view"), True, "view")
 
 
 def _view_dtype_rule(input, *, dtype):
@@ -358,6 +409,9 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
         raise with_context(RuntimeError(
             f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
             f"{dim} ({shape[d]}) in the input tensor"), f"unflatten: input of shape {shape}")
+    if list(sizes).count(-1) > 1:  # (PyTorch's message wraps infer_size's, and its trace)
+        raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be "
+                           "inferred")
     inner = infer_reshape("unflatten", (shape[d],), shape[d], tuple(sizes))
     return reshape(input, shape[:d] + inner + shape[d + 1:])
 
@@ -433,7 +487,7 @@ def _inverse(dims: tuple[int, ...]) -> tuple[int, ...]:
 def _permute_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
     if not dims and not kwargs:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
-    return permute(self, sizes_arg(dims, kwargs, "dims"))
+    return permute(self, sizes_arg(dims, kwargs, "dims", "permute"))
 
 
 @primitive(complex=True, rule=_permute_rule, view=True, cost=costs.view, method=_permute_method,
@@ -487,9 +541,17 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """Moves the dimensions `source` to the positions `destination`."""
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} "
+                           f"dims)")
     n = input.ndim
+    given = (src, dst)
     src = [normalize_dim("movedim", s, n) for s in src]
     dst = [normalize_dim("movedim", d, n) for d in dst]
+    for which, dims, asked in (("source", src, given[0]), ("destination", dst, given[1])):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{which}` ({asked})")
     if n == 0:
         return _alias(input)
     order = [i for i in range(n) if i not in src]
@@ -507,7 +569,7 @@ moveaxis = movedim
 def _expand_method(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
     if not sizes and not kwargs:
         raise TypeError('expand() missing 1 required positional arguments: "size"')
-    return expand(self, sizes_arg(sizes, kwargs))
+    return expand(self, sizes_arg(sizes, kwargs, op="expand"))
 
 
 def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
@@ -594,7 +656,7 @@ def broadcast_shapes(*shapes: Any) -> Size:
 def _repeat_method(self: Tensor, *repeats: Any, **kwargs: Any) -> Tensor:
     if not repeats and "repeats" not in kwargs:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
-    return repeat(self, sizes_arg(repeats, kwargs, "repeats"))
+    return repeat(self, sizes_arg(repeats, kwargs, "repeats", "repeat"))
 
 
 @composite(complex=True, node_label="RepeatBackward0",
@@ -962,6 +1024,10 @@ def strided_view(input: Tensor, shape: Sequence[int], steps: Sequence[Sequence[i
 def _strided(input: Tensor, shape: tuple, steps: tuple, start: tuple, label: str) -> Tensor:
     out = apply_labelled(OPS["strided_view"], label, input, shape=shape, steps=steps,
                          start=start)
+    if input._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(input, input)
+    out._strides_of = (input, input._data, out._data, "strided", (steps, start))
+    out._strides_depth = input._strides_depth + 1
     return as_view(out, input, lambda b: _strided(b, shape, steps, start, label))
 
 
