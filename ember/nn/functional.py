@@ -1611,11 +1611,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     """
     _validate_sdpa_input(query, key, value, attn_mask)
     _check_sdp_kernel(query, key, value, dropout_p)
+    if enable_gqa and query.ndim >= 3 and (query.shape[-3] % key.shape[-3]
+                                           or query.shape[-3] % value.shape[-3]):
+        # (PyTorch's message stops there)
+        raise RuntimeError("Number of heads in key and value must divide the number of "
+                           "heads in ")
     length, source = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and query.device.type == "cpu" and \
-            (attn_mask is None or _cpu_flash_applies(query, key, value, dropout_p)):
+    if query.dtype in _HALF_FLOATS and _cpu_flash_applies(query, key, value, dropout_p):
         return _half_attention(query, key, value, attn_mask, is_causal, scale_factor)
+    if query.dtype in _HALF_FLOATS and query.device.type == "cpu":
+        # PyTorch's math kernel keeps half floats' attention in float32, rounded once
+        mask = attn_mask if attn_mask is None or attn_mask.dtype is ember.bool else \
+            attn_mask.float()
+        return scaled_dot_product_attention(
+            query.float(), key.float(), value.float(), mask, dropout_p, is_causal,
+            scale_factor, enable_gqa).to(query.dtype)
     if enable_gqa:
         rep_k = query.shape[-3] // key.shape[-3]
         rep_v = query.shape[-3] // value.shape[-3]

@@ -1040,6 +1040,19 @@ class RNNCellBase(Module):
         return ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
                            device=input.device)
 
+    def _check(self, input: Tensor, *hxs: Tensor) -> None:
+        """PyTorch's cell kernels' checks of the (batched) input and hidden states."""
+        if input.size(1) != self.weight_ih.size(1):
+            raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} "
+                               f"expected {self.weight_ih.size(1)}")
+        for label, hx in enumerate(hxs):
+            if input.size(0) != hx.size(0):
+                raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden"
+                                   f"{label} batch size {hx.size(0)}")
+            if hx.size(1) != self.weight_hh.size(1):
+                raise RuntimeError(f"hidden{label} has inconsistent hidden_size: got "
+                                   f"{hx.size(1)}, expected {self.weight_hh.size(1)}")
+
 
 class RNNCell(RNNCellBase):
     r"""An Elman RNN cell: :math:`h' = \tanh(W_{ih} x + b_{ih} + W_{hh} h + b_{hh})`
@@ -1065,6 +1078,7 @@ class RNNCell(RNNCellBase):
         hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        self._check(input, hx)
         ret = _rnn_cell(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
                         self.bias_hh, self.nonlinearity == "relu")
         return ret if is_batched else ret.squeeze(0)
@@ -1097,6 +1111,7 @@ class LSTMCell(RNNCellBase):
             hx = (zeros, zeros)
         elif not is_batched:
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        self._check(input, hx[0], hx[1])
         h, c = _lstm_cell(F.linear(input, self.weight_ih, self.bias_ih), hx[0], hx[1],
                           self.weight_hh, self.bias_hh, None)
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
@@ -1122,6 +1137,7 @@ class GRUCell(RNNCellBase):
         if not is_batched:
             input = input.unsqueeze(0)
         hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
+        self._check(input, hx)
         ret = _gru_cell(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
                         self.bias_hh)
         return ret if is_batched else ret.squeeze(0)
