@@ -1141,8 +1141,10 @@ def _batched(input: Tensor, n: int, op: str) -> tuple[Tensor, bool]:
 
 
 def _features_present(op: str, n: int, input: Tensor) -> None:
-    """PyTorch's pools take an empty batch, not an empty channel or spatial dimension."""
-    if input.ndim in (n + 1, n + 2) and not all(input.shape[-(n + 1):]):
+    """PyTorch's pools take an empty batch, not an empty channel or spatial dimension (the
+    adaptive ones check their own)."""
+    if not op.startswith("adaptive") and input.ndim in (n + 1, n + 2) and \
+            not all(input.shape[-(n + 1):]):
         if n == 3:  # pool3d_shape_check's words (it prints the empty size, not its index)
             name = "max_pool3d_with_indices_out_cpu_template" if op == "max_pool3d" else op
             raise RuntimeError(f"{name}(): Expected input's non-batch dimensions to have "
@@ -1159,9 +1161,9 @@ def _features_present(op: str, n: int, input: Tensor) -> None:
                            f"{list(input.shape)}")
 
 
-def _adaptive_nonempty(op: str, input: Tensor) -> None:
-    """PyTorch's adaptive pools: every dimension after the first is non-empty."""
-    for i in range(1, input.ndim):
+def _adaptive_nonempty(op: str, input: Tensor, first: int = 1) -> None:
+    """PyTorch's adaptive pools: every dimension from `first` on is non-empty."""
+    for i in range(first, input.ndim):
         if input.shape[i] == 0:
             raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
                                f"dimensions, but input has sizes {list(input.shape)} with "
@@ -1617,6 +1619,8 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
         return R.mean(input, (-1, -2, -3)[:n], keepdim=True)
     if input._dtype in _HALF:  # (as _avg_pool: in float32, rounded once)
         return R.in_float32(lambda x: _adaptive_avg_pool(op, n, x, output_size), input)
+    if n == 3 and not _to_one(n, output_size):  # (3-d: checked before the rank)
+        _adaptive_nonempty(op, input)
     x, unbatched = _batched(input, n, op)
     spatial = tuple(x.shape[2:])
     outs = tuple(s if o is None else o for s, o in
@@ -1625,8 +1629,8 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
                      else output_size))
     if not x.dtype.is_floating_point:
         _refuse_adaptive_avg_dtype(n, x, outs)
-    if not all(o == 1 for o in outs):  # (an output of ones is PyTorch's mean, unchecked)
-        _adaptive_nonempty(op, input)
+    if n == 2:  # (2-d: its spatial dims only)
+        _adaptive_nonempty(op, input, input.ndim - 2)
     if all(s % o == 0 for s, o in zip(spatial, outs)):
         k = tuple(s // o for s, o in zip(spatial, outs))
         out = _avg_pool(op, n, x, k, k, 0, False, True)
