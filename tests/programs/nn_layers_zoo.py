@@ -163,6 +163,21 @@ ct3 = nn.ConvTranspose3d(2, 2, 2, stride=2, dilation=2, groups=1)
 print(ct3)
 show('convT3d', ct3(data(1, 2, 2, 3, 2, seed=10)))
 
+torch.manual_seed(91)
+ctg = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2, dilation=2)
+print(ctg)
+xg = data(2, 4, 3, 4, seed=92)
+show('convT2d groups dilation', ctg(xg))
+show('convT2d groups unbatched', ctg(xg[0]))
+grad_of('convT2d groups', ctg, xg)
+show('convT2d half', nn.ConvTranspose2d(2, 2, 2, stride=2).half()(data(1, 2, 2, 2).half()))
+show('conv2d half', nn.Conv2d(2, 3, 3, padding=1).half()(data(1, 2, 4, 4).half()))
+show('conv1d double', nn.Conv1d(2, 3, 3, padding='same', padding_mode='circular').double()(
+    data(1, 2, 6).double()))
+err('conv dtype mismatch', lambda: nn.Conv1d(2, 3, 3)(data(1, 2, 6).double()))
+err('conv int input', lambda: nn.Conv1d(2, 3, 3)(torch.ones(1, 2, 6, dtype=torch.long)))
+err('convT output_size len', lambda: ct1(data(2, 4, 5), output_size=[2, 10, 10, 10]))
+
 # --- pooling -----------------------------------------------------------------------------
 print('== pooling')
 x = data(2, 3, 7, 8, seed=11)
@@ -388,6 +403,36 @@ err('embedding out of range', lambda: emb(torch.tensor([10])))
 err('embedding float index', lambda: emb(torch.tensor([1.0])))
 err('embedding padding_idx range', lambda: nn.Embedding(5, 2, padding_idx=5))
 err('from_pretrained 1d', lambda: nn.Embedding.from_pretrained(torch.ones(3)))
+torch.manual_seed(25)
+emb2 = nn.Embedding(6, 3, max_norm=0.5)
+idx2 = torch.tensor([[0, 0, 5], [5, 2, 0]])
+out = emb2(idx2)
+show('max_norm l2 repeated', out)
+print('max_norm l2 row norms', [fmt(v) for v in emb2.weight.detach().norm(dim=1).tolist()])
+out.sum().backward()
+show('max_norm grad', emb2.weight.grad)
+torch.manual_seed(26)
+emb_sp = nn.Embedding(5, 2, sparse=True)
+emb_sp(torch.tensor([1, 3, 1])).sum().backward()
+print('sparse grad', emb_sp.weight.grad.is_sparse, emb_sp.weight.grad.coalesce().indices(),
+      emb_sp.weight.grad.coalesce().values())
+show('F.embedding padding', F.embedding(torch.tensor([0, 1, 2]), torch.arange(9.).view(3, 3),
+                                        padding_idx=1))
+for mode in ['mean', 'max']:
+    torch.manual_seed(27)
+    bagz = nn.EmbeddingBag(6, 2, mode=mode, padding_idx=1)
+    show(f'bag {mode} empty bags', bagz(torch.tensor([1, 2, 1, 3]), torch.tensor([0, 0, 2, 4])))
+torch.manual_seed(28)
+bagw = nn.EmbeddingBag(6, 2, mode='sum')
+psw = torch.tensor([0.5, -1.0, 2.0, 0.0], requires_grad=True)
+outw = bagw(torch.tensor([[1, 2], [3, 4]]), per_sample_weights=psw.view(2, 2))
+show('bag 2d psw', outw)
+outw.sum().backward()
+show('bag psw grad', psw.grad)
+show('bag psw weight grad', bagw.weight.grad)
+err('bag offsets start', lambda: bagw(torch.tensor([1, 2, 3]), torch.tensor([1, 2])))
+err('bag offsets 2d', lambda: bagw(torch.tensor([1, 2, 3]), torch.tensor([[0, 1]])))
+err('bag 3d input', lambda: bagw(torch.zeros(1, 2, 2, dtype=torch.long)))
 for mode in ['sum', 'mean', 'max']:
     torch.manual_seed(18)
     bag = nn.EmbeddingBag(10, 3, mode=mode)
@@ -449,6 +494,52 @@ err('upsample bilinear 3d', lambda: F.interpolate(x1, scale_factor=2, mode='bili
 err('upsample align nearest', lambda: F.interpolate(x2, scale_factor=2, align_corners=True))
 err('upsample bad mode', lambda: F.interpolate(x2, scale_factor=2, mode='cubic'))
 err('upsample size len', lambda: F.interpolate(x2, size=(2, 3, 4)))
+
+# --- padding and dropout layers ------------------------------------------------------------
+print('== padding and dropout')
+xp = torch.arange(2 * 3 * 4.).view(1, 2, 3, 4)
+for pad in [nn.ReflectionPad2d((1, 2, 0, 2)), nn.ReplicationPad2d(2),
+            nn.CircularPad2d((2, 1, 1, 0)),
+            nn.ZeroPad2d((1, -1, 2, 0)), nn.ConstantPad2d((0, 1, -1, 1), 3.5)]:
+    print(pad)
+    show(type(pad).__name__, pad(xp))
+    show(type(pad).__name__ + ' unbatched', pad(xp[0]))
+for pad in [nn.ReflectionPad1d(2), nn.ReplicationPad1d((0, 3)), nn.CircularPad1d(1),
+            nn.ConstantPad1d(2, -1.0), nn.ZeroPad1d((1, 0))]:
+    print(pad)
+    show(type(pad).__name__, pad(xp[0]))
+for pad in [nn.ReflectionPad3d(1), nn.ReplicationPad3d((1, 0, 0, 1, 1, 0)), nn.CircularPad3d(1),
+            nn.ConstantPad3d(1, 2.0), nn.ZeroPad3d((0, 0, 1, 1, 0, 1))]:
+    print(pad)
+    show(type(pad).__name__, pad(xp.view(1, 1, 2, 3, 4)))
+xg = xp.clone().requires_grad_()
+nn.ReflectionPad2d(2)(xg).pow(2).sum().backward()
+show('reflection pad grad', xg.grad)
+err('reflection pad too big', lambda: nn.ReflectionPad2d(3)(xp))
+err('circular pad too big', lambda: nn.CircularPad1d(5)(xp[0]))
+err('replication pad rank', lambda: nn.ReplicationPad2d(1)(xp[0, 0]))
+err('constant pad odd', lambda: F.pad(xp, (1, 2, 3)))
+print('int constant pad', nn.ConstantPad1d(1, 7)(torch.tensor([[1, 2]])))
+xd = torch.ones(2, 4, 3, 3)
+for i, drop in enumerate([nn.Dropout(0.3), nn.Dropout1d(0.5), nn.Dropout2d(0.5),
+                          nn.Dropout3d(0.25), nn.AlphaDropout(0.2), nn.FeatureAlphaDropout(0.4)]):
+    print(drop)
+    torch.manual_seed(600 + i)
+    xin = xd if not isinstance(drop, (nn.Dropout1d, nn.Dropout3d)) else (
+        xd[:, :, :, 0] if isinstance(drop, nn.Dropout1d) else xd.unsqueeze(2))
+    show(f'{type(drop).__name__} train', drop(xin))
+    drop.eval()
+    show(f'{type(drop).__name__} eval', drop(xin))
+torch.manual_seed(610)
+show('dropout p=1', nn.Dropout(1.0)(xd))
+show('dropout p=0', nn.Dropout(0.0)(xd))
+show('dropout2d unbatched', nn.Dropout2d(0.5)(xd[0]))
+err('dropout p range', lambda: nn.Dropout(1.5))
+err('dropout int', lambda: nn.Dropout()(torch.ones(3, dtype=torch.long)))
+torch.manual_seed(611)
+xdg = torch.ones(3, 4, requires_grad=True)
+nn.Dropout(0.5)(xdg).sum().backward()
+show('dropout grad', xdg.grad)
 
 # --- reshaping layers --------------------------------------------------------------------
 print('== shuffles and folds')

@@ -172,6 +172,48 @@ err('pad_packed total_length', lambda: pad_packed_sequence(packed, total_length=
 p2 = packed.to(torch.float64)
 print('packed to', p2.data.dtype, p2.is_cuda, type(p2).__name__)
 
+# --- more packed-sequence forms ----------------------------------------------------------------
+print('== packed extras')
+print('packed repr', pack_sequence([torch.tensor([1., 2., 3.]), torch.tensor([4., 5.])]))
+print('packed long', pack_sequence([torch.tensor([1, 2, 3]), torch.tensor([4])]).data)
+unp = torch.nn.utils.rnn.unpack_sequence(ps)
+print('unpack_sequence', [tuple(t.shape) for t in unp],
+      all(torch.equal(a, b) for a, b in zip(unp, seqs)))
+unpad = torch.nn.utils.rnn.unpad_sequence(pad_sequence(seqs, batch_first=True), lengths,
+                                          batch_first=True)
+print('unpad_sequence', [tuple(t.shape) for t in unpad],
+      all(torch.equal(a, b) for a, b in zip(unpad, seqs)))
+torch.manual_seed(210)
+lstm_p = nn.LSTM(3, 4, num_layers=2, batch_first=True, proj_size=2)
+h0 = data(2, 3, 2, seed=211)
+c0 = data(2, 3, 4, seed=212)
+pk = pack_padded_sequence(padded.transpose(0, 1), lengths, batch_first=True,
+                          enforce_sorted=False)
+out, (hn, cn) = lstm_p(pk, (h0, c0))
+show('packed lstm h0 out', out.data)
+show('packed lstm h0 hn', hn)
+show('packed lstm h0 cn', cn)
+print('hn order check', hn.shape, torch.equal(hn[-1, 1], pad_packed_sequence(
+    out, batch_first=True)[0][1, 1]))
+torch.manual_seed(213)
+rnn_r = nn.RNN(3, 4, nonlinearity='relu', bidirectional=True, batch_first=True)
+out, hn = rnn_r(pack_sequence(seqs, enforce_sorted=False))
+show('packed relu bi out', out.data)
+show('packed relu bi hn', hn)
+err('packed h0 batch', lambda: rnn_r(pk, data(2, 2, 4)))
+for dt in [torch.float64]:
+    torch.manual_seed(214)
+    g = nn.GRU(3, 4, dtype=dt)
+    out, hn = g(padded.to(dt))
+    show(f'gru {dt}', out)
+    torch.manual_seed(215)
+    cell = nn.LSTMCell(3, 4, dtype=dt)
+    show_state(f'lstmcell {dt}', cell(seqs[0].to(dt)))
+torch.manual_seed(216)
+lstm_sd = nn.LSTM(2, 3, num_layers=2, bidirectional=True, proj_size=1)
+print('state_dict keys', list(lstm_sd.state_dict().keys()))
+print('lstm extra_repr', lstm_sd.extra_repr())
+
 # --- cells ---------------------------------------------------------------------------------
 print('== cells')
 for i, (cls, kw) in enumerate([(nn.RNNCell, dict(nonlinearity='relu')),
@@ -345,6 +387,52 @@ print('square mask 3 float64',
 err('encoder bad activation', lambda: nn.TransformerEncoderLayer(8, 2, activation='tanh'))
 err('encoder d_model', lambda: nn.TransformerEncoderLayer(8, 2)(data(3, 2, 6)))
 
+# --- encoder padding, nn.Transformer --------------------------------------------------------
+print('== transformer extras')
+torch.manual_seed(540)
+enc_layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+encoder = nn.TransformerEncoder(enc_layer, 2, enable_nested_tensor=False)
+encoder.eval()
+src = data(2, 4, 8, seed=170)
+pad_mask = torch.tensor([[False, False, False, True], [False, False, True, True]])
+with torch.no_grad():
+    show('encoder padded eval', encoder(src, src_key_padding_mask=pad_mask))
+    show('encoder padded eval row0', encoder(src, src_key_padding_mask=pad_mask)[0, :3])
+show('encoder padded grad mode', encoder(src, src_key_padding_mask=pad_mask))
+torch.manual_seed(541)
+model = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=2,
+                       dim_feedforward=16, dropout=0.0, batch_first=True, norm_first=True,
+                       activation='gelu')
+print('transformer submodules', [n for n, _ in model.named_children()])
+print('transformer params', sum(p.numel() for p in model.parameters()))
+src, tgt = data(2, 5, 8, seed=171), data(2, 3, 8, seed=172)
+tmask = model.generate_square_subsequent_mask(3)
+out = model(src, tgt, tgt_mask=tmask, src_key_padding_mask=torch.tensor(
+    [[False] * 5, [False, False, False, False, True]]), memory_key_padding_mask=torch.tensor(
+    [[False] * 5, [False, False, False, False, True]]), tgt_is_causal=True)
+show('transformer out', out)
+model.zero_grad()
+out.sum().backward()
+show('transformer grad enc linear1', model.encoder.layers[0].linear1.weight.grad)
+show('transformer grad dec norm3', model.decoder.layers[1].norm3.weight.grad)
+err('transformer batch mismatch', lambda: model(src, tgt[:1]))
+err('transformer d_model', lambda: model(src[..., :6], tgt))
+torch.manual_seed(542)
+mha_fp = nn.MultiheadAttention(8, 2, batch_first=True)
+mha_fp.eval()
+qb = data(2, 4, 8, seed=173)
+kpm_b = torch.tensor([[False, False, True, True], [False] * 4])
+with torch.no_grad():
+    show('mha eval no_grad self', mha_fp(qb, qb, qb)[0])
+    show('mha eval no_grad kpm', mha_fp(qb, qb, qb, key_padding_mask=kpm_b,
+                                        need_weights=False)[0])
+    show('mha eval no_grad weights', mha_fp(qb, qb, qb, key_padding_mask=kpm_b)[1])
+show('mha eval grad kpm', mha_fp(qb, qb, qb, key_padding_mask=kpm_b, need_weights=False)[0])
+full_mask = torch.zeros(4, 4, dtype=torch.bool)
+full_mask[1] = True
+show('mha fully masked row', mha_fp(qb, qb, qb, attn_mask=full_mask)[0])
+show('mha fully masked weights', mha_fp(qb, qb, qb, attn_mask=full_mask)[1])
+
 # --- scaled_dot_product_attention --------------------------------------------------------------
 print('== sdpa')
 qs, ks, vs = data(2, 4, 3, 8, seed=160), data(2, 4, 5, 8, seed=161), data(2, 4, 5, 6, seed=162)
@@ -370,6 +458,20 @@ err('sdpa causal with mask', lambda: F.scaled_dot_product_attention(
 err('sdpa dims', lambda: F.scaled_dot_product_attention(qs, data(2, 4, 5, 7), vs))
 show('sdpa 3d', F.scaled_dot_product_attention(qs[0], ks[0], vs[0]))
 show('sdpa half', F.scaled_dot_product_attention(qs.half(), ks.half(), vs.half()))
+show('sdpa broadcast mask', F.scaled_dot_product_attention(
+    qs, ks, vs, attn_mask=torch.tensor([[[[True, True, False, True, True]]]])))
+ninf = torch.zeros(3, 5)
+ninf[1] = float('-inf')
+show('sdpa -inf row', F.scaled_dot_product_attention(qs, ks, vs, attn_mask=ninf))
+show('sdpa empty query', F.scaled_dot_product_attention(qs[:, :, :0], ks, vs))
+vsq = data(2, 4, 5, 8, seed=167)
+show('sdpa half flash', F.scaled_dot_product_attention(qs.half(), ks.half(), vsq.half(),
+                                                       is_causal=True))
+show('sdpa bf16 math', F.scaled_dot_product_attention(qs.bfloat16(), ks.bfloat16(),
+                                                      vs.bfloat16(), scale=0.2))
+err('sdpa dtype mix', lambda: F.scaled_dot_product_attention(qs, ks.double(), vs))
+err('sdpa mask dtype', lambda: F.scaled_dot_product_attention(
+    qs, ks, vs, attn_mask=torch.zeros(3, 5, dtype=torch.long)))
 qq = qs.clone().requires_grad_()
 kk = ks.clone().requires_grad_()
 F.scaled_dot_product_attention(qq, kk, vs, scale=0.3, is_causal=True).sum().backward()
