@@ -195,3 +195,52 @@ def test_sdpa_gqa_head_count():
         torch.ones(2, 3, 3, 8), torch.ones(2, 2, 5, 8), torch.ones(2, 2, 5, 8), enable_gqa=True),
         lambda: EF.scaled_dot_product_attention(
         ember.ones(2, 3, 3, 8), ember.ones(2, 2, 5, 8), ember.ones(2, 2, 5, 8), enable_gqa=True))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_linear_half_strided_input_rounds_bias_separately(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 4, generator=g).to(getattr(torch, dtype))
+    w = torch.randn(18, 4, generator=g).to(getattr(torch, dtype))
+    b = torch.randn(18, generator=g).to(getattr(torch, dtype))
+
+    def e(t):
+        return ember.tensor(t.float().numpy()).to(getattr(ember, dtype))
+    for xt, xe in [(x, e(x)), (x.transpose(0, 1), e(x).transpose(0, 1))]:
+        t = TF.linear(xt, w, b)
+        assert EF.linear(xe, e(w), e(b)).float().tolist() == t.float().tolist()
+
+
+RNN_CASES = [("GRU", dict(batch_first=True)), ("GRU", dict(num_layers=2, bidirectional=True)),
+             ("LSTM", dict(batch_first=True, num_layers=2)),
+             ("LSTM", dict(proj_size=2, bidirectional=True)),
+             ("RNN", dict(batch_first=True, nonlinearity="relu"))]
+
+
+@pytest.mark.parametrize("name,kw", RNN_CASES)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_recurrent_half_rounds_as_pytorch(name, kw, dtype):
+    torch.manual_seed(0)
+    t = getattr(tnn, name)(4, 3, **kw).to(getattr(torch, dtype))
+    e = getattr(enn, name)(4, 3, **kw)
+    e.load_state_dict({k: ember.tensor(v.float().numpy()) for k, v in t.state_dict().items()})
+    e = e.to(getattr(ember, dtype))
+    x = torch.randn(2, 5, 4).to(getattr(torch, dtype))
+    t_out = t(x)[0]
+    e_out = e(ember.tensor(x.float().numpy()).to(getattr(ember, dtype)))[0]
+    assert e_out.float().tolist() == t_out.float().tolist()
+
+
+def test_lstm_hx_is_indexed():
+    torch.manual_seed(0)
+    t, e = tnn.LSTM(4, 3, num_layers=2), enn.LSTM(4, 3, num_layers=2)
+    _same_error(lambda: t(torch.ones(5, 4), torch.ones(2, 3)),
+                lambda: e(ember.ones(5, 4), ember.ones(2, 3)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [6, 3000])
+def test_sigmoid_reduced_floats_as_pytorch(dtype, n):
+    x = torch.linspace(-0.02, 0.02, n).to(getattr(torch, dtype))
+    e = ember.tensor(x.float().numpy()).to(getattr(ember, dtype))
+    assert e.sigmoid().float().tolist() == x.sigmoid().float().tolist()

@@ -302,7 +302,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None and len(w_shape) == 2 and bias._data.shape != w_shape[:1]:
         # PyTorch's addmm expands the bias to the flattened product (rows x out_features)
         expanded_shape(bias, (math.prod(x_shape[:-1]), w_shape[0]), "linear")
-    out = run_fused("linear", input, weight, bias) if len(w_shape) == 2 else None
+    # PyTorch fuses the bias into one addmm (a half float product rounded once with it)
+    # for 2-D or contiguous inputs; a strided input of more dims is a matmul, then the bias
+    # added (rounded twice)
+    separate = bias is not None and len(x_shape) >= 3 and input._dtype in _HALF and \
+        not input.is_contiguous()
+    out = run_fused("linear", input, weight, bias) if len(w_shape) == 2 and not separate \
+        else None
     if out is None:
         with no_grad():
             out = matmul(input, t(weight) if len(w_shape) == 2 else weight)

@@ -60,9 +60,12 @@ class _Steps:
     initial one).
     """
 
-    __slots__ = ("sizes", "offsets", "batch", "count", "padded")
+    __slots__ = ("sizes", "offsets", "batch", "count", "padded", "strided")
 
     def __init__(self, sizes: list[int]) -> None:
+        # (strided: the first layer's input is PyTorch's transposed batch_first tensor of
+        # half floats, whose projection it computes as a matmul, then the bias added)
+        self.strided = False
         self.sizes = sizes
         self.offsets = []
         total = 0
@@ -126,7 +129,8 @@ def _reference_layer(mode: str, reverse: bool, steps: _Steps, x: Tensor, h: Tens
                      c: Tensor | None, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
                      b_hh: Tensor | None, w_hr: Tensor | None) -> tuple:
     """One direction of one layer, op by op (every op recorded by autograd)."""
-    xp = F.linear(x, w_ih, b_ih)
+    xp = ember.matmul(x, w_ih.t()) + b_ih if steps.strided and b_ih is not None else \
+        F.linear(x, w_ih, b_ih)
     batch = steps.batch
     outs: list[Any] = [None] * steps.count
     for t in steps.order(reverse):
@@ -144,6 +148,9 @@ def _reference_layer(mode: str, reverse: bool, steps: _Steps, x: Tensor, h: Tens
         outs[t] = h_new
     out = ember.cat(outs)
     return (out, h, c) if mode == "LSTM" else (out, h)
+
+
+_HALF_FLOATS = (ember.float16, ember.bfloat16)
 
 
 # -- fast forward passes (no graph), keeping what backward needs ------------------------
@@ -534,9 +541,10 @@ def _double_backward(ctx: Any, grads: tuple) -> tuple:
 def _run_layer(mode: str, reverse: bool, steps: _Steps, x: Tensor, h0: Tensor,
                c0: Tensor | None, weights: tuple) -> tuple:
     args = (x, h0, c0) + weights
-    if _fw.active and _fw.tangents_of(args) is not None:
+    if _fw.active and _fw.tangents_of(args) is not None or x.dtype in _HALF_FLOATS:
         # forward-mode AD: the layer op by op, each op giving its output's tangent (the
-        # fused kernels' custom Function has no forward formula)
+        # fused kernels' custom Function has no forward formula); half floats: op by op
+        # too, each op rounded as PyTorch's CPU cells round it
         return _reference_layer(mode, reverse, steps, *args)
     if ember.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
         return _RecurrentLayer.apply(mode, reverse, steps, *args)
@@ -567,6 +575,7 @@ def _run_layers(mode: str, weights: list[tuple], num_layers: int, num_directions
             if c0 is not None:
                 c_n.append(result[2])
         x = outs[0] if num_directions == 1 else ember.cat(outs, 1)
+        steps.strided = False  # (later layers read the stacked, contiguous outputs)
         if dropout > 0 and training and layer < num_layers - 1:
             x = F.dropout(x, dropout, True)
     return x, ember.stack(h_n), ember.stack(c_n) if c0 is not None else None
@@ -766,7 +775,9 @@ class RNNBase(Module):
         x = input.transpose(0, 1) if self.batch_first else input
         length, batch = x.shape[0], x.shape[1]
         rows = x.reshape(length * batch, x.shape[2])  # (not -1: the batch may be empty)
-        out, h_n, c_n = self._run(_Steps([batch] * length), rows, h0, c0)
+        steps = _Steps([batch] * length)
+        steps.strided = self.batch_first and x.dtype in _HALF_FLOATS
+        out, h_n, c_n = self._run(steps, rows, h0, c0)
         out = named_view(out, (length, batch, out.shape[1]), self._output_node(x))
         return (out.transpose(0, 1) if self.batch_first else out), h_n, c_n
 
@@ -968,7 +979,7 @@ class LSTM(RNNBase):
         if hx is None:
             h0, c0 = self._zero_state(input.size(batch_dim), input)
         else:
-            h0, c0 = hx
+            h0, c0 = hx[0], hx[1]  # (indexed, as PyTorch reads them: a tensor is rows)
             if is_batched:
                 if h0.dim() != 3 or c0.dim() != 3:
                     raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D "
