@@ -1000,6 +1000,36 @@ PROGRAMS_AK39 = [
 PROGRAM_SPECS += PROGRAMS_AK39
 
 
+# set AM (session 39): nn layers as model code configures them, with their non-default
+# options (conv padding modes / 'same' / groups, transposed output_size, pools with ceil_mode,
+# divisor_override and unpooling, norms without affine or running stats, embedding bags,
+# every upsample mode, folds and shuffles, parameterised activations), their reprs and
+# rank errors; RNN/LSTM/GRU, packed sequences, MultiheadAttention and Transformer layers
+# with their options, and scaled_dot_product_attention
+def _stats_close(t_out: str, e_out: str) -> None:
+    """Every printed number within float32 rounding of PyTorch's, NaN and infinities the
+    same words."""
+    for t_line, e_line in zip(t_out.splitlines(), e_out.splitlines()):
+        t_nums = re.findall(r"-?(?:nan|inf|\d+\.?\d*(?:e[-+]?\d+)?)", t_line)
+        e_nums = re.findall(r"-?(?:nan|inf|\d+\.?\d*(?:e[-+]?\d+)?)", e_line)
+        assert len(t_nums) == len(e_nums), (t_line, e_line)
+        for a, b in zip(t_nums, e_nums):
+            if a != b:
+                assert math.isclose(float(a), float(b), rel_tol=1e-4, abs_tol=2e-4), \
+                    (t_line, e_line)
+
+
+PROGRAMS_AM39 = [
+    # seeded weights: reprs, shapes and errors the same text; printed statistics within
+    # float32 rounding (a last digit of a sum may differ)
+    Program("nn_layers_zoo.py", same=r"(?m)^(?!.*(sum=|\[-?\d)).*", extra=_stats_close,
+            long=True),
+    Program("rnn_attention_options.py", same=r"(?m)^(?!.*(sum=|\[-?\d)).*",
+            extra=_stats_close, long=True),
+]
+PROGRAM_SPECS += PROGRAMS_AM39
+
+
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
     cmd = [sys.executable, "-W", "ignore"] + (["-m", "ember.run"] if alias else []) + \

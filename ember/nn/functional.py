@@ -150,13 +150,25 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     Shapes: input1 ``(*, in1)``, input2 ``(*, in2)``, weight ``(out, in1, in2)``,
     bias ``(out,)``; output ``(*, out)``.
     """
-    if input1.shape[:-1] != input2.shape[:-1]:
-        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
-                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
-    if weight.ndim != 3 or weight.shape[1] != input1.shape[-1] or \
-            weight.shape[2] != input2.shape[-1]:
-        raise RuntimeError(f"bilinear(): weight of shape {list(weight.shape)} does not match "
-                           f"inputs of sizes {input1.shape[-1]} and {input2.shape[-1]}")
+    # PyTorch's checks, in its order and words
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    if input1.ndim == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+    if bias is not None and bias.shape[0] != weight.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0]} but expected {weight.shape[0]}")
     lead = tuple(input1.shape[:-1])
     x1 = input1.reshape(-1, input1.shape[-1])
     x2 = input2.reshape(-1, input2.shape[-1])
@@ -1599,11 +1611,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     """
     _validate_sdpa_input(query, key, value, attn_mask)
     _check_sdp_kernel(query, key, value, dropout_p)
+    if enable_gqa and query.ndim >= 3 and (query.shape[-3] % key.shape[-3]
+                                           or query.shape[-3] % value.shape[-3]):
+        # (PyTorch's message stops there)
+        raise RuntimeError("Number of heads in key and value must divide the number of "
+                           "heads in ")
     length, source = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and query.device.type == "cpu" and \
-            (attn_mask is None or _cpu_flash_applies(query, key, value, dropout_p)):
+    if query.dtype in _HALF_FLOATS and _cpu_flash_applies(query, key, value, dropout_p):
         return _half_attention(query, key, value, attn_mask, is_causal, scale_factor)
+    if query.dtype in _HALF_FLOATS and query.device.type == "cpu":
+        # PyTorch's math kernel keeps half floats' attention in float32, rounded once
+        mask = attn_mask if attn_mask is None or attn_mask.dtype is ember.bool else \
+            attn_mask.float()
+        return scaled_dot_product_attention(
+            query.float(), key.float(), value.float(), mask, dropout_p, is_causal,
+            scale_factor, enable_gqa).to(query.dtype)
     if enable_gqa:
         rep_k = query.shape[-3] // key.shape[-3]
         rep_v = query.shape[-3] // value.shape[-3]
@@ -2342,7 +2365,6 @@ def _unpool_output_size(input: Tensor, kernel_size: tuple, stride: tuple, paddin
                - 2 * padding[d] for d in range(n)]
     if output_size is None:
         return default
-    output_size = [int(s) for s in output_size]
     if len(output_size) == n + 2:
         output_size = output_size[2:]
     if len(output_size) != n:
@@ -2350,10 +2372,10 @@ def _unpool_output_size(input: Tensor, kernel_size: tuple, stride: tuple, paddin
                          f"elements, but it has a length of '{len(output_size)}'")
     for d in range(n):
         low, high = default[d] - stride[d], default[d] + stride[d]
-        if not low < output_size[d] < high:
+        if not low < int(output_size[d]) < high:  # (the message shows it as given)
             raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
                              f"{low} and {high})")
-    return output_size
+    return [int(s) for s in output_size]
 
 
 def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: Any,
@@ -2382,11 +2404,12 @@ def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: An
     flat_idx = idx.reshape(batch, channels, length)
     if flat_idx.numel():
         with _checking():
-            low, high = int(flat_idx.min()), int(flat_idx.max())
-        if low < 0 or high >= total:
-            raise RuntimeError(f"{op}(): Found an invalid max index: "
-                               f"{low if low < 0 else high} (output volumes are of size "
-                               f"{'x'.join(str(s) for s in size)})")
+            bad = ((flat_idx < 0) | (flat_idx >= total)).flatten().nonzero()
+            if bad.numel():  # PyTorch's kernel keeps the last one it meets
+                wrong = int(flat_idx.flatten()[bad[-1, 0]])
+                shown = list(size) + [1] if n == 1 else size  # (1-d: max_unpool2d's words)
+                raise RuntimeError(f"Found an invalid max index: {wrong} (output volumes "
+                                   f"are of size {'x'.join(str(s) for s in shown)})")
     out = ember.zeros(batch, channels, total, dtype=x.dtype, device=x.device)
     out = out.scatter(2, flat_idx, x.reshape(batch, channels, length))
     out = out.reshape(batch, channels, *size)

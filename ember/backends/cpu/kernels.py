@@ -319,6 +319,16 @@ def _sigmoid_as_torch(sigmoid, exp):
     exp(-x) overflows (the e / (1 + e) form gives denormals there). Up to `_EXP_WIDE_MAX`
     elements, as `exp`; the compiled loop takes larger arrays (compiled.py)."""
     def kernel(x, out=None):
+        if type(x) is np.ndarray and x.dtype in (_F16, _BF16):
+            # PyTorch's reduced-float kernel: the float32 form on the widened input (exp
+            # rounded once), then rounded to the input's dtype
+            with np.errstate(over="ignore"):
+                e = np.exp(np.negative(x, dtype=np.float64)).astype(_F32)
+            y = np.reciprocal(np.add(e, np.float32(1), out=e), out=e).astype(x.dtype)
+            if out is None:
+                return y
+            np.copyto(out, y, casting="unsafe")
+            return out
         if not _small_float32(x, out):
             return sigmoid(x, out=out)
         with np.errstate(over="ignore"):

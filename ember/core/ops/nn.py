@@ -283,6 +283,9 @@ def _linear_cost(input: Any, weight: Any, bias: Any = None) -> Cost:
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`input @ weight.T + bias` (`nn.functional.linear`)."""
     x_shape, w_shape = input._data.shape, weight._data.shape  # (a layer's hot path)
+    if not x_shape or not w_shape:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
+                           f"{len(x_shape)}D and {len(w_shape)}D")
     if len(w_shape) not in (1, 2):
         raise RuntimeError(f"linear: weight must be 1-D or 2-D, got shape "
                            f"{fmt_shape(w_shape)}")
@@ -299,7 +302,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None and len(w_shape) == 2 and bias._data.shape != w_shape[:1]:
         # PyTorch's addmm expands the bias to the flattened product (rows x out_features)
         expanded_shape(bias, (math.prod(x_shape[:-1]), w_shape[0]), "linear")
-    out = run_fused("linear", input, weight, bias) if len(w_shape) == 2 else None
+    # PyTorch fuses the bias into one addmm (a half float product rounded once with it)
+    # for 2-D or contiguous inputs; a strided input of more dims is a matmul, then the bias
+    # added (rounded twice)
+    separate = bias is not None and len(x_shape) >= 3 and input._dtype in _HALF and \
+        not input.is_contiguous()
+    out = run_fused("linear", input, weight, bias) if len(w_shape) == 2 and not separate \
+        else None
     if out is None:
         with no_grad():
             out = matmul(input, t(weight) if len(w_shape) == 2 else weight)
@@ -563,12 +572,21 @@ def threshold(input: Tensor, threshold: float, value: float,
                        {"threshold": threshold}, label)
 
 
+_SHRINK_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+               "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
+"""The largest lambd softshrink takes for each floating dtype (its dtype's max)."""
+
+
 @composite(variants="", cost=costs.pointwise(3),
            grad=Grad("SoftshrinkBackward0", input=lambda grad, input, lambd:
                      activation_backward(grad, input, shrink_passes(input, lambd),
                                          label="SoftshrinkBackwardBackward0")))
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """`x - lambd` above `lambd`, `x + lambd` below `-lambd`, else 0, as one node."""
+    top = _SHRINK_MAX.get(input._dtype.name)
+    if top is not None and not 0 <= lambd <= top:
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype "
+                           f"{scalar_type_name(input._dtype)}, but found {float(lambd):g}")
     return _activation("softshrink", input, lambda x: where(
         x > lambd, x - lambd, where(x < -lambd, x + lambd, x * 0.0)), {"lambd": lambd})
 
@@ -667,6 +685,12 @@ def _conv_args_check(op: str, n: int, stride: Any, padding: Any, dilation: Any, 
         raise with_context(RuntimeError(message), f"{op}: stride {stride}, padding {padding}, "
                            f"dilation {dilation}, groups {groups}")
 
+    for name, value in (("stride", stride), ("padding", padding), ("dilation", dilation),
+                        ("output_padding", output_padding)):
+        if isinstance(value, (tuple, list)) and len(value) not in (1, n):
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of "
+                               f"{n} values to match the convolution dimensions, but got "
+                               f"{name}={[int(v) for v in value]}")
     if not isinstance(padding, str) and any(p < 0 for p in _tuple(padding, n, "padding")):
         refuse("negative padding is not supported")
     if output_padding is not None and any(p < 0 for p in
@@ -1086,21 +1110,70 @@ def _pool_windows(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any,
     return windows, outs, (kernel, stride, padding, dilation, extra)
 
 
+def _rank_error(op: str, n: int, input: Tensor) -> Exception:
+    """PyTorch's error for a pooling `op` over `n` dims given an input of the wrong rank:
+    each of its kernels words its own check."""
+    shape = list(input.shape)
+    lo, hi = n + 1, n + 2
+    if op == "max_pool1d_with_indices":  # max_pool1d's checked arguments
+        return RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
+                            f"tensor for argument #1 'self' (while checking arguments for "
+                            f"max_pool1d)")
+    if op == "max_pool1d":
+        return RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional "
+                            f"0 dim batch size for input, but got:{shape}")
+    if op in ("max_pool2d", "max_pool3d", "avg_pool3d"):
+        return RuntimeError(f"non-empty {lo}D or {hi}D (batch mode) tensor expected for input")
+    if op == "avg_pool2d":
+        if input.ndim < lo:  # its Python-side size reads index the input from the end
+            return IndexError(f"Dimension out of range (expected to be in range of "
+                              f"[{-max(input.ndim, 1)}, {max(input.ndim, 1) - 1}], but got -3)")
+        return RuntimeError(f"Expected {lo}D or {hi}D (batch mode) tensor with optional 0 dim "
+                            f"batch size for input, but got:{shape}")
+    if op.startswith("adaptive_max_pool"):
+        return RuntimeError(f"{op}(): Expected {lo}D or {hi}D tensor, but got: {shape}")
+    if op.startswith("adaptive_avg_pool"):
+        return RuntimeError(f"{op}(): Expected {lo}D or {hi}D tensor, but got {shape}")
+    return RuntimeError(f"{op}: Expected {lo}D or {hi}D input, got shape "
+                        f"{fmt_shape(tuple(input.shape))}")
+
+
 def _batched(input: Tensor, n: int, op: str) -> tuple[Tensor, bool]:
     if input.ndim == n + 1:
         return unsqueeze(input, 0), True
     if input.ndim != n + 2:
-        raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D input, got shape "
-                           f"{fmt_shape(tuple(input.shape))}")
+        raise _rank_error(op, n, input)
     return input, False
 
 
 def _features_present(op: str, n: int, input: Tensor) -> None:
-    """PyTorch's pools take an empty batch, not an empty channel or spatial dimension."""
-    if input.ndim in (n + 1, n + 2) and not all(input.shape[-(n + 1):]):
-        raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D (batch mode) tensor with "
+    """PyTorch's pools take an empty batch, not an empty channel or spatial dimension (the
+    adaptive ones check their own)."""
+    if not op.startswith("adaptive") and input.ndim in (n + 1, n + 2) and \
+            not all(input.shape[-(n + 1):]):
+        if n == 3:  # pool3d_shape_check's words (it prints the empty size, not its index)
+            name = "max_pool3d_with_indices_out_cpu_template" if op == "max_pool3d" else op
+            raise RuntimeError(f"{name}(): Expected input's non-batch dimensions to have "
+                               f"positive length, but input has a shape of "
+                               f"{list(input.shape)} and non-batch dimension 0 has length "
+                               f"zero!")
+        prefix = "max_pool1d: " if op == "max_pool1d" else ""
+        if op == "max_pool1d_with_indices":  # (checked by max_pool2d, unsqueezed)
+            shape = list(input.shape)
+            raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim "
+                               f"batch size for input, but got:{shape[:-1] + [1] + shape[-1:]}")
+        raise RuntimeError(f"{prefix}Expected {n + 1}D or {n + 2}D (batch mode) tensor with "
                            f"optional 0 dim batch size for input, but got:"
                            f"{list(input.shape)}")
+
+
+def _adaptive_nonempty(op: str, input: Tensor, first: int = 1) -> None:
+    """PyTorch's adaptive pools: every dimension from `first` on is non-empty."""
+    for i in range(first, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {i} being empty")
 
 
 def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dilation,
@@ -1435,6 +1508,8 @@ def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil
                                                 divisor_override), input)
     _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     integral = not x.dtype.is_floating_point
     if integral and x.dtype is not dt.int64:  # PyTorch's CPU kernels: int64 and floats
         kernel = "avg_pool3d_out_frame" if n == 3 else "avg_pool2d"
@@ -1546,8 +1621,12 @@ def _refuse_adaptive_avg_dtype(n: int, x: Tensor, outs: tuple) -> None:
 
 
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
+    if _to_one(n, output_size):  # PyTorch's: a mean over the last n dims, of any rank
+        return R.mean(input, (-1, -2, -3)[:n], keepdim=True)
     if input._dtype in _HALF:  # (as _avg_pool: in float32, rounded once)
         return R.in_float32(lambda x: _adaptive_avg_pool(op, n, x, output_size), input)
+    if n == 3 and not _to_one(n, output_size):  # (3-d: checked before the rank)
+        _adaptive_nonempty(op, input)
     x, unbatched = _batched(input, n, op)
     spatial = tuple(x.shape[2:])
     outs = tuple(s if o is None else o for s, o in
@@ -1556,6 +1635,8 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
                      else output_size))
     if not x.dtype.is_floating_point:
         _refuse_adaptive_avg_dtype(n, x, outs)
+    if n == 2:  # (2-d: its spatial dims only)
+        _adaptive_nonempty(op, input, input.ndim - 2)
     if all(s % o == 0 for s, o in zip(spatial, outs)):
         k = tuple(s // o for s, o in zip(spatial, outs))
         out = _avg_pool(op, n, x, k, k, 0, False, True)
@@ -1700,9 +1781,7 @@ def _adaptive_table(spatial: tuple, outs: tuple, device: Any) -> Tensor:
 def _adaptive_max_pool(op: str, n: int, input: Tensor, output_size: Any) -> tuple:
     x, unbatched = _batched(input, n, op)
     spatial = tuple(x.shape[2:])
-    if any(s == 0 for s in x.shape[1:]):
-        raise RuntimeError(f"{op}: Expected input to have non-zero size for non-batch "
-                           f"dimensions, but input has sizes {list(input.shape)}")
+    _adaptive_nonempty(op, input)
     outs = _output_sizes(op, n, spatial, output_size)
     table = _adaptive_table(spatial, outs, x.device) if all(outs) else \
         zeros((1, 1, 0, 1), dtype=dt.int64, device=x.device)

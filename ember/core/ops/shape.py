@@ -405,14 +405,15 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     sizes = tuple(sizes)
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
-    if -1 not in sizes and math.prod(sizes) != shape[d]:
-        raise with_context(RuntimeError(
-            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
-            f"{dim} ({shape[d]}) in the input tensor"), f"unflatten: input of shape {shape}")
-    if list(sizes).count(-1) > 1:  # (PyTorch's message wraps infer_size's, and its trace)
-        raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be "
-                           "inferred")
-    inner = infer_reshape("unflatten", (shape[d],), shape[d], tuple(sizes))
+    try:
+        inner = infer_reshape("unflatten", (shape[d],), shape[d], tuple(sizes))
+    except RuntimeError as e:  # PyTorch's handle_unflatten_exception
+        if "is invalid for input of size" in str(e):
+            raise with_context(RuntimeError(
+                f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of "
+                f"dim {dim} ({shape[d]}) in the input tensor"),
+                f"unflatten: input of shape {shape}") from None
+        raise RuntimeError(f"unflatten got an unexpected error:\n{e.args[0]}") from None
     return reshape(input, shape[:d] + inner + shape[d + 1:])
 
 

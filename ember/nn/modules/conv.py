@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import ember
@@ -18,7 +18,9 @@ __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
 
 
 def _ntuple(v: Any, n: int) -> tuple:
-    if isinstance(v, (tuple, list)):
+    # PyTorch's _ntuple: any iterable as its tuple (a string too: ConvTranspose2d's
+    # padding='same' becomes ('s', 'a', 'm', 'e'), as in PyTorch)
+    if isinstance(v, Iterable):
         return tuple(v)
     return (v,) * n
 

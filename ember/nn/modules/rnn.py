@@ -60,9 +60,12 @@ class _Steps:
     initial one).
     """
 
-    __slots__ = ("sizes", "offsets", "batch", "count", "padded")
+    __slots__ = ("sizes", "offsets", "batch", "count", "padded", "strided")
 
     def __init__(self, sizes: list[int]) -> None:
+        # (strided: the first layer's input is PyTorch's transposed batch_first tensor of
+        # half floats, whose projection it computes as a matmul, then the bias added)
+        self.strided = False
         self.sizes = sizes
         self.offsets = []
         total = 0
@@ -126,7 +129,8 @@ def _reference_layer(mode: str, reverse: bool, steps: _Steps, x: Tensor, h: Tens
                      c: Tensor | None, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
                      b_hh: Tensor | None, w_hr: Tensor | None) -> tuple:
     """One direction of one layer, op by op (every op recorded by autograd)."""
-    xp = F.linear(x, w_ih, b_ih)
+    xp = ember.matmul(x, w_ih.t()) + b_ih if steps.strided and b_ih is not None else \
+        F.linear(x, w_ih, b_ih)
     batch = steps.batch
     outs: list[Any] = [None] * steps.count
     for t in steps.order(reverse):
@@ -144,6 +148,9 @@ def _reference_layer(mode: str, reverse: bool, steps: _Steps, x: Tensor, h: Tens
         outs[t] = h_new
     out = ember.cat(outs)
     return (out, h, c) if mode == "LSTM" else (out, h)
+
+
+_HALF_FLOATS = (ember.float16, ember.bfloat16)
 
 
 # -- fast forward passes (no graph), keeping what backward needs ------------------------
@@ -534,9 +541,10 @@ def _double_backward(ctx: Any, grads: tuple) -> tuple:
 def _run_layer(mode: str, reverse: bool, steps: _Steps, x: Tensor, h0: Tensor,
                c0: Tensor | None, weights: tuple) -> tuple:
     args = (x, h0, c0) + weights
-    if _fw.active and _fw.tangents_of(args) is not None:
+    if _fw.active and _fw.tangents_of(args) is not None or x.dtype in _HALF_FLOATS:
         # forward-mode AD: the layer op by op, each op giving its output's tangent (the
-        # fused kernels' custom Function has no forward formula)
+        # fused kernels' custom Function has no forward formula); half floats: op by op
+        # too, each op rounded as PyTorch's CPU cells round it
         return _reference_layer(mode, reverse, steps, *args)
     if ember.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
         return _RecurrentLayer.apply(mode, reverse, steps, *args)
@@ -567,6 +575,7 @@ def _run_layers(mode: str, weights: list[tuple], num_layers: int, num_directions
             if c0 is not None:
                 c_n.append(result[2])
         x = outs[0] if num_directions == 1 else ember.cat(outs, 1)
+        steps.strided = False  # (later layers read the stacked, contiguous outputs)
         if dropout > 0 and training and layer < num_layers - 1:
             x = F.dropout(x, dropout, True)
     return x, ember.stack(h_n), ember.stack(c_n) if c0 is not None else None
@@ -766,7 +775,9 @@ class RNNBase(Module):
         x = input.transpose(0, 1) if self.batch_first else input
         length, batch = x.shape[0], x.shape[1]
         rows = x.reshape(length * batch, x.shape[2])  # (not -1: the batch may be empty)
-        out, h_n, c_n = self._run(_Steps([batch] * length), rows, h0, c0)
+        steps = _Steps([batch] * length)
+        steps.strided = self.batch_first and x.dtype in _HALF_FLOATS
+        out, h_n, c_n = self._run(steps, rows, h0, c0)
         out = named_view(out, (length, batch, out.shape[1]), self._output_node(x))
         return (out.transpose(0, 1) if self.batch_first else out), h_n, c_n
 
@@ -968,7 +979,7 @@ class LSTM(RNNBase):
         if hx is None:
             h0, c0 = self._zero_state(input.size(batch_dim), input)
         else:
-            h0, c0 = hx
+            h0, c0 = hx[0], hx[1]  # (indexed, as PyTorch reads them: a tensor is rows)
             if is_batched:
                 if h0.dim() != 3 or c0.dim() != 3:
                     raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D "
@@ -1040,6 +1051,19 @@ class RNNCellBase(Module):
         return ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
                            device=input.device)
 
+    def _check(self, input: Tensor, *hxs: Tensor) -> None:
+        """PyTorch's cell kernels' checks of the (batched) input and hidden states."""
+        if input.size(1) != self.weight_ih.size(1):
+            raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} "
+                               f"expected {self.weight_ih.size(1)}")
+        for label, hx in enumerate(hxs):
+            if input.size(0) != hx.size(0):
+                raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden"
+                                   f"{label} batch size {hx.size(0)}")
+            if hx.size(1) != self.weight_hh.size(1):
+                raise RuntimeError(f"hidden{label} has inconsistent hidden_size: got "
+                                   f"{hx.size(1)}, expected {self.weight_hh.size(1)}")
+
 
 class RNNCell(RNNCellBase):
     r"""An Elman RNN cell: :math:`h' = \tanh(W_{ih} x + b_{ih} + W_{hh} h + b_{hh})`
@@ -1065,6 +1089,7 @@ class RNNCell(RNNCellBase):
         hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        self._check(input, hx)
         ret = _rnn_cell(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
                         self.bias_hh, self.nonlinearity == "relu")
         return ret if is_batched else ret.squeeze(0)
@@ -1097,6 +1122,7 @@ class LSTMCell(RNNCellBase):
             hx = (zeros, zeros)
         elif not is_batched:
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        self._check(input, hx[0], hx[1])
         h, c = _lstm_cell(F.linear(input, self.weight_ih, self.bias_ih), hx[0], hx[1],
                           self.weight_hh, self.bias_hh, None)
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
@@ -1122,6 +1148,7 @@ class GRUCell(RNNCellBase):
         if not is_batched:
             input = input.unsqueeze(0)
         hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
+        self._check(input, hx)
         ret = _gru_cell(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
                         self.bias_hh)
         return ret if is_batched else ret.squeeze(0)

@@ -118,11 +118,13 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | Sequence[int],
     """
     lens = _lengths_list(lengths)
     batch_dim = 0 if batch_first else 1
-    if len(lens) != input.shape[batch_dim]:
-        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
-                           f"{len(lens)} (batch_size={input.shape[batch_dim]})")
     sorted_indices = None
     if enforce_sorted:
+        # (unsorted, the batch is first selected by the lengths' order, as PyTorch does: a
+        # shorter list of lengths packs that many sequences)
+        if len(lens) != input.shape[batch_dim]:
+            raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
+                               f"{len(lens)} (batch_size={input.shape[batch_dim]})")
         if any(a < b for a, b in zip(lens, lens[1:])):
             raise RuntimeError("`lengths` array must be sorted in decreasing order when "
                                "`enforce_sorted` is True. You can pass `enforce_sorted=False` "
