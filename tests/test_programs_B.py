@@ -829,6 +829,17 @@ PROGRAMS_AJ38 = [
 ]
 PROGRAMS_B += PROGRAMS_AJ38
 
+PROGRAMS_AL39 = [
+    # torch.special and elementwise math at NaN/inf/0/denormal values in every dtype, result
+    # dtypes, gradients and errors: every line PyTorch's, but float32 special functions
+    # (digamma, i0/i1/i1e, bessel_j0/j1), ulps apart from ATen's own series (6 digits shown)
+    Program("special_math_tour.py", same=r"^(?!(digamma|i0|i1|i1e|bessel_j[01]|torch\.i0"
+            r" method)( int| 64)? float32)",
+            close=r"^(digamma|i0|i1|i1e|bessel_j[01]|torch\.i0 method)( int| 64)? float32",
+            long=True),
+]
+PROGRAMS_B += PROGRAMS_AL39
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

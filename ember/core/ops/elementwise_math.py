@@ -39,6 +39,7 @@ from ember.core.ops.elementwise import (
     check_tensors,
     clamp,
     conj,
+    erf,
     log,
     log1p,
     maximum_of,
@@ -485,7 +486,8 @@ def isreal(input: Tensor) -> Tensor:
     return input.new_ones(tuple(input.shape), dtype=dt.bool_)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(32))
+@composite(variants="function method inplace out", cost=costs.pointwise(32),
+           node_label="MvlgammaBackward0")
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma function of dimension `p`:
     `p (p - 1) / 4 * log(pi) + sum(lgamma(x - j / 2) for j in range(p))`."""
@@ -518,7 +520,7 @@ def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
     """Splits each element into a mantissa in (-1, -0.5] or [0.5, 1) and an int32
     exponent, `input = mantissa * 2**exponent` (0, inf and NaN have exponent 0)."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError("frexp() only supports floating-point dtypes")
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     with no_grad():
         wide = to_dtype(input, dt.float64)
         finite = wide.isfinite().logical_and(wide != 0)
@@ -669,32 +671,46 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
 
 
 def _float_power_inplace(self: Tensor, exponent: Any) -> Tensor:
-    if self.dtype is not dt.float64:
+    cplx = self.dtype.is_complex or (exponent.dtype.is_complex if isinstance(
+        exponent, Tensor) else isinstance(python_scalar(exponent), complex))
+    want = dt.complex128 if cplx else dt.float64
+    if self.dtype is not want:
         raise RuntimeError(f"the base given to float_power_ has dtype "
                            f"{dt.SCALAR_TYPE_NAMES[self.dtype.name]} but the operation's "
-                           "result requires dtype Double")
+                           f"result requires dtype {dt.SCALAR_TYPE_NAMES[want.name]}")
     return apply_inplace(self, lambda old: float_power(old, exponent), exponent,
                          op="float_power_")
 
 
 @composite(variants="function method inplace out", inplace_method=_float_power_inplace,
-           cost=costs.pointwise(8))
+           cost=costs.pointwise(8), complex=True)
 def float_power(input: Any, exponent: Any) -> Tensor:
     """`input ** exponent` computed in double precision (the result is float64)."""
     like = _first(input, exponent, "float_power")
-    base = _tensor_like(input, like, dt.float64) if isinstance(input, Tensor) else \
-        float(python_scalar(input))
-    power = _tensor_like(exponent, like, dt.float64) if isinstance(exponent, Tensor) else \
-        float(python_scalar(exponent))
+    # double precision: complex128 where either operand is complex, else float64
+    cplx = any(x.dtype.is_complex if isinstance(x, Tensor) else
+               isinstance(python_scalar(x), complex) for x in (input, exponent))
+    d, number = (dt.complex128, complex) if cplx else (dt.float64, float)
+    base = _tensor_like(input, like, d) if isinstance(input, Tensor) else \
+        number(python_scalar(input))
+    power = _tensor_like(exponent, like, d) if isinstance(exponent, Tensor) else \
+        number(python_scalar(exponent))
     return pow(base, power)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(9))
+@composite(variants="function method inplace out", cost=costs.pointwise(9), grad=Grad(
+    # PyTorch's derivatives.yaml: `grad * 2 ** other`, an integer power for an integer
+    # `other` (so 2**-1 is 0 there), and `grad * result * log(2)`
+    input=lambda grad, other: grad * pow(2, other),
+    other=lambda grad, result: grad * result * _LN2))
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """`input * 2**other`."""
     check_tensors("ldexp", input, other)
     d = _float_of(_common("ldexp", input, other))
-    return to_dtype(input, d) * pow(2.0, _tensor_like(other, input, d))
+    with no_grad():
+        out = to_dtype(input, d) * pow(2.0, _tensor_like(other, input, d))
+    record_grad(OPS["ldexp"], (input, other), {}, out)
+    return out
 
 
 # -- ember.special's own ops -------------------------------------------------------------------
@@ -741,14 +757,15 @@ def special_spherical_bessel_j0(input: Tensor) -> Tensor:
 _SQRT1_2 = math.sqrt(0.5)
 
 
-@composite(variants="", cost=costs.pointwise(16))
+@composite(variants="", cost=costs.pointwise(16), node_label="MulBackward1")
 def special_ndtr(input: Tensor) -> Tensor:
     """The standard normal distribution function: the area under the Gaussian density
-    from -inf to x."""
-    return erfc(_as_float(input) * -_SQRT1_2) * 0.5
+    from -inf to x, as PyTorch computes it: `(1 + erf(x / sqrt(2))) * 0.5` (0 below
+    about -8.3 in float64, where erf rounds to -1)."""
+    return (erf(_as_float(input) * _SQRT1_2) + 1.0) * 0.5
 
 
-@composite(variants="", cost=costs.pointwise(32))
+@composite(variants="", cost=costs.pointwise(32), node_label="SpecialLogNdtrBackward0")
 def special_log_ndtr(input: Tensor) -> Tensor:
     """The log of `ndtr`, accurate far into the lower tail (through `erfcx`)."""
     x = _full_float("log_ndtr_cpu", _as_float(input))
