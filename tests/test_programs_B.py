@@ -837,6 +837,9 @@ PROGRAMS_AL39 = [
             r" method)( int| 64)? float32)",
             close=r"^(digamma|i0|i1|i1e|bessel_j[01]|torch\.i0 method)( int| 64)? float32",
             long=True),
+    # every line: dtype inference, factories, ranges, NumPy sharing, default dtype, seeded
+    # random streams, promotion tables, iinfo/finfo and the errors are PyTorch's
+    Program("tensor_factories_tour.py", same=r"^", long=True),
 ]
 PROGRAMS_B += PROGRAMS_AL39
 

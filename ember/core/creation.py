@@ -185,8 +185,17 @@ def _randint_rule(*, shape: tuple[int, ...], dtype: dt.dtype, low: int, high: in
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of `size` filled with `fill_value`."""
+    if not isinstance(size, (tuple, list)):  # (ember.Size is a tuple)
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type_name(size)}")
+    if isinstance(fill_value, Tensor) and fill_value.ndim:
+        raise TypeError("full(): argument 'fill_value' (position 2) must be Number, not "
+                        "Tensor")
     fill_value = fill_value.item() if isinstance(fill_value, Tensor) else \
         python_scalar(fill_value)
+    if not isinstance(fill_value, numbers.Number):
+        raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type_name(fill_value)}")
     d = dtype_arg(dtype, "full") or dt.scalar_dtype(fill_value)
     shape = _shape_arg("full", (tuple(size),), d)
     fill_value = dt.fit_scalar(fill_value, d, single=math.prod(shape) == 1)
@@ -233,6 +242,8 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
         start, end = 0, start
     start, end, step = (float(v) if isinstance(v, Tensor) and v.is_floating_point()
                         else (int(v) if isinstance(v, Tensor) else v) for v in (start, end, step))
+    if not all(math.isfinite(v) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {_cpp_scalar(start)} -> {_cpp_scalar(end)}")
     d = dtype_arg(dtype, "arange")
     if d is None:
         d = dt.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) \
@@ -244,10 +255,16 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
             raise ValueError("step must be nonzero")
         start, end, step = int(start), int(end), int(step)
     dev, backend = resolve(device)
-    if d in dt.LIMITED_DTYPES:  # (PyTorch's arange kernel is not built for uint16/32/64)
+    if d in dt.LIMITED_DTYPES or d is dt.bool_:  # (ATen's arange kernel has no bool,
+        # uint16/32/64 variant)
         raise kernel_refuses(f"arange_{dev.type}", d)
     t = run_creation("arange", dev, backend, start=start, end=end, step=step, dtype=d)
     return _finish(t, requires_grad)
+
+
+def _cpp_scalar(v: Any) -> str:
+    """A number as PyTorch's messages print a C++ Scalar (`0`, `0.5`, `inf`)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _deprecated_range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None,
@@ -830,15 +847,65 @@ def _check_scalar_bounds(op: str, start: Any, end: Any) -> None:
                            + ".")
 
 
-@composite(variants="function")
+def _is_complex(v: Any) -> bool:
+    return v.dtype.is_complex if isinstance(v, Tensor) else isinstance(python_scalar(v),
+                                                                          complex)
+
+
+def _complex_of(real: Tensor, imag: Tensor) -> Tensor:
+    from ember.core.ops.complex import complex as complex_  # (ops import creation)
+
+    return complex_(real, imag)
+
+
+def _check_steps(op: str, start: Any, end: Any, steps: Any, dtype: Any, device: Any,
+                 requires_grad: bool) -> None:
+    """PyTorch's argument parser: `steps` is an int (a 0-d tensor converts; a float or a
+    bool does not), else none of linspace's (logspace's) overloads matches."""
+    if isinstance(steps, Tensor) or (isinstance(steps, numbers.Integral)
+                                     and not isinstance(steps, bool)):
+        return
+    kwargs = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
+    if requires_grad:
+        kwargs["requires_grad"] = requires_grad
+
+    def name(a: Any) -> str:
+        return "Tensor" if isinstance(a, Tensor) else type_name(a)
+    got = ", ".join([name(a) for a in (start, end, steps)] +
+                    [f"{k}={name(v)}" for k, v in kwargs.items()])
+    base = " float base = 10.0," if op == "logspace" else ""
+    rest = (f"int steps,{base} *, Tensor out = None, {dt.API_NAME}.dtype dtype = None, "
+            f"{dt.API_NAME}.layout layout = None, {dt.API_NAME}.device device = None, "
+            "bool pin_memory = False, bool requires_grad = False)")
+    raise invalid_combination(op, got, [f"({a} start, {b} end, {rest}" for a, b in (
+        ("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"),
+        ("Number", "Number"))])
+
+
+@composite(variants="function", complex=True)
 @_accepts_out
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included."""
+    _check_steps("linspace", start, end, steps, dtype, device, requires_grad)
     _check_scalar_bounds("linspace", start, end)
+    steps = int(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    d = dtype_arg(dtype, "linspace") or dt.get_default_dtype()
+    d = dtype_arg(dtype, "linspace")
+    if _is_complex(start) or _is_complex(end):
+        # real and imaginary parts spaced each on their own, as ATen's complex kernel does
+        inferred = dt.get_default_dtype().to_complex()
+        if d is not None and not d.is_complex:
+            raise RuntimeError(f"torch.linspace(): inferred dtype "
+                               f"{storage.cpp_type_name(inferred)} can't be safely cast to "
+                               f"passed dtype {dt.SCALAR_TYPE_NAMES[d.name]}")
+        d = d or inferred
+        parts = [linspace(*(complex(python_scalar(v)).real if i == 0 else
+                            complex(python_scalar(v)).imag for v in (start, end)),
+                          steps, dtype=d.to_real(), device=device) for i in (0, 1)]
+        return _finish(_complex_of(parts[0], parts[1]), requires_grad)
+    d = d or dt.get_default_dtype()
     if steps == 1:
         return full((1,), start, dtype=d, device=device, requires_grad=requires_grad)
     # PyTorch fills the first half as fma(step, i, start) and the second half back from
@@ -894,6 +961,9 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
     m = n if m is None else m
+    for name, v in (("n", n), ("m", m)):
+        if v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     d = dtype_arg(dtype, "eye") or dt.get_default_dtype()
     rows = arange(n, device=device).reshape(n, 1)
     cols = arange(m, device=device).reshape(1, m)
@@ -905,7 +975,9 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
 def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` values from `base ** start` to `base ** end`, the exponents evenly spaced."""
+    _check_steps("logspace", start, end, steps, dtype, device, requires_grad)
     _check_scalar_bounds("logspace", start, end)
+    steps = int(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     d = dtype_arg(dtype, "logspace") or dt.get_default_dtype()

@@ -251,14 +251,20 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
                 any(is_tensor(x) for x in data) or isinstance(data[0], (list, tuple))
                 and any(is_tensor(x) for x in data[0])):
             data = _tensor_scalars(data, dtype)
-        if not (dtype.is_floating_point or dtype.is_complex):
-            wrapped = _check_integral_data(data, dtype)
-            if wrapped is not None:
-                return wrapped.astype(numpy_dtype(dtype)), dtype
         try:
+            if not (dtype.is_floating_point or dtype.is_complex):
+                wrapped = _check_integral_data(data, dtype)
+                if wrapped is not None:
+                    return wrapped.astype(numpy_dtype(dtype)), dtype
             with np.errstate(over="ignore"):  # (1e40 into float16: inf, as in PyTorch)
                 arr = np.array(data, dtype=np.float32 if dtype is dt.bfloat16 else
                                np.float64 if dtype in dt.FLOAT8_DTYPES else numpy_dtype(dtype))
+        except TypeError as err:  # a complex number into a real dtype: Python's own words
+            if "'complex'" not in str(err):
+                raise
+            raise TypeError("must be real number, not complex" if dtype.is_floating_point
+                            else "'complex' object cannot be interpreted as an integer") \
+                from None
         except ValueError as err:
             raise _ragged(data, dtype) or ValueError(
                 f"tensor(): expected sequences of equal length: {err}") from None

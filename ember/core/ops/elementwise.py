@@ -1386,7 +1386,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 
 
 @composite(complex=True, node_label="AddcdivBackward0", variants="function method inplace",
-           precision=P.PROMOTE, inplace_method=_addcdiv_inplace, cost=costs.pointwise(3), fused=("opmath_addcdiv",))
+           precision=P.PROMOTE, inplace_method=_addcdiv_inplace, cost=costs.pointwise(3),
+           fused=("opmath_addcdiv",))
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 / tensor2`."""
     _no_integer_addcdiv(tensor1, tensor2)
