@@ -247,6 +247,9 @@ def _polygamma(n: int, input: Tensor) -> Tensor:
         raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if isinstance(input, Tensor) and input.dtype.is_complex:  # (ATen's kernel for this n)
+        raise kernel_refuses({0: "digamma", 1: "trigamma"}.get(int(n), "polygamma"),
+                             input.dtype)
     return apply(OPS["polygamma"], input, n=int(n))
 
 
@@ -276,6 +279,8 @@ def _signbit_rule(input):
 
 
 def _signbit(input: Tensor) -> Tensor:
+    if input.dtype.is_complex:
+        raise not_implemented_for("signbit", input)
     if input.dtype is dt.bool_:
         return input != input  # never negative
     if not input.dtype.is_floating_point:
@@ -363,7 +368,7 @@ bitwise_right_shift = _declare(
 special_zeta = _declare(
     "special_zeta", "to_float", "The Hurwitz zeta function: the sum over k >= 0 of "
     "(k + other) ** -input.", flops=64, variants="", grad=Grad(
-        input=_not_implemented("zeta: input"),
+        input=_not_implemented("zeta"),
         other=lambda grad, input, other: grad * -input * special_zeta(input + 1.0, other)))
 
 
@@ -391,10 +396,10 @@ def frac(input: Tensor) -> Tensor:
 
 
 @composite(variants="function method inplace out", cost=costs.pointwise(12),
-           node_label="SincBackward0")
+           node_label="SincBackward0", complex=True)
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc function `sin(pi x) / (pi x)` of each element (1 at 0)."""
-    x = _as_float(input)
+    x = input if input.dtype.is_complex else _as_float(input)
     if x._dtype in (dt.float16, dt.bfloat16):  # PyTorch's: in float32, rounded once
         return to_dtype(sinc(to_dtype(x, dt.float32)), x._dtype)
     zero = x == 0
@@ -683,7 +688,7 @@ def _float_power_inplace(self: Tensor, exponent: Any) -> Tensor:
 
 
 @composite(variants="function method inplace out", inplace_method=_float_power_inplace,
-           cost=costs.pointwise(8), complex=True)
+           cost=costs.pointwise(8), complex=True, exact_out="float_power")
 def float_power(input: Any, exponent: Any) -> Tensor:
     """`input ** exponent` computed in double precision (the result is float64)."""
     like = _first(input, exponent, "float_power")
@@ -698,7 +703,8 @@ def float_power(input: Any, exponent: Any) -> Tensor:
     return pow(base, power)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(9), grad=Grad(
+@composite(variants="function method inplace out", cost=costs.pointwise(9), complex=True,
+           grad=Grad(
     # PyTorch's derivatives.yaml: `grad * 2 ** other`, an integer power for an integer
     # `other` (so 2**-1 is 0 there), and `grad * result * log(2)`
     input=lambda grad, other: grad * pow(2, other),
@@ -706,9 +712,12 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """`input * 2**other`."""
     check_tensors("ldexp", input, other)
-    d = _float_of(_common("ldexp", input, other))
+    common = _common("ldexp", input, other)
+    d = common if common.is_complex else _float_of(common)
+    # (a real `other` raises 2 in the real dtype: exact powers of two, complex input or not)
+    power_dtype = d if other.dtype.is_complex else d.to_real()
     with no_grad():
-        out = to_dtype(input, d) * pow(2.0, _tensor_like(other, input, d))
+        out = to_dtype(input, d) * pow(2.0, _tensor_like(other, input, power_dtype))
     record_grad(OPS["ldexp"], (input, other), {}, out)
     return out
 

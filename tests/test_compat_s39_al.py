@@ -1,0 +1,231 @@
+"""Elementwise math and tensor creation, compared with PyTorch (session 39, helper al):
+each test pins one behaviour the special_math_tour / tensor_factories_tour programs found
+different."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _error(lib, fn):
+    try:
+        fn(lib)
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return type(e).__name__, str(e).splitlines()[0].replace("ember.", "torch.")
+    raise AssertionError("no error")
+
+
+def _same_error(fn):
+    assert _error(ember, fn) == _error(torch, fn)
+
+
+def _values(t):
+    return t.detach().double().tolist() if not t.is_complex() else t.detach().tolist()
+
+
+# -- elementwise math ---------------------------------------------------------------------
+
+
+def test_ndtr_is_one_plus_erf_halved():
+    # PyTorch's (1 + erf(x / sqrt 2)) / 2: exactly 0 far in the lower tail, in float64 too
+    for lib in (ember, torch):
+        x = lib.tensor([-40.0, -10.0, -1.0, 0.0, 1.0, 10.0], dtype=lib.float64)
+        assert lib.special.ndtr(x)[1].item() == 0.0
+    x = [-3.0, -0.5, 0.0, 2.0]
+    assert ember.special.ndtr(ember.tensor(x)).tolist() == \
+        torch.special.ndtr(torch.tensor(x)).tolist()
+
+
+@pytest.mark.parametrize("fn, label", [
+    (lambda lib, x: lib.special.ndtr(x), "MulBackward1"),
+    (lambda lib, x: lib.special.log_ndtr(x), "SpecialLogNdtrBackward0"),
+    (lambda lib, x: lib.special.multigammaln(x + 2, 2), "MvlgammaBackward0"),
+    (lambda lib, x: lib.addcdiv(x, x, x + 3, value=2), "AddcdivBackward0"),
+    (lambda lib, x: lib.ldexp(x, lib.tensor([1, -1])), "LdexpBackward0"),
+])
+def test_grad_fn_names(fn, label):
+    for lib in (ember, torch):
+        x = lib.tensor([0.5, 1.5], dtype=lib.float64, requires_grad=True)
+        y = fn(lib, x)
+        assert y.grad_fn.name() == label
+        y.sum().backward()
+    want = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+    got = ember.tensor([0.5, 1.5], dtype=ember.float64, requires_grad=True)
+    fn(torch, want).sum().backward()
+    fn(ember, got).sum().backward()
+    assert got.grad.tolist() == pytest.approx(want.grad.tolist(), rel=1e-12)
+
+
+def test_ldexp_gradient_uses_an_integer_power_of_two():
+    # derivatives.yaml: grad * 2 ** other: an int `other` makes 2**-1 an integer 0
+    for int_dtype in ("int64", "int32"):
+        grads = []
+        for lib in (ember, torch):
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            lib.ldexp(x, lib.tensor([3, -1], dtype=getattr(lib, int_dtype))).sum().backward()
+            grads.append(x.grad.tolist())
+        assert grads[0] == grads[1] == [8.0, 0.0]
+    grads = []
+    for lib in (ember, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = lib.tensor([3.0, -1.0], requires_grad=True)
+        lib.ldexp(x, y).sum().backward()
+        grads.append((x.grad.tolist(), y.grad.tolist()))
+    assert grads[0][0] == grads[1][0]
+    assert grads[0][1] == pytest.approx(grads[1][1], rel=1e-6)
+
+
+def test_float_power_of_complex_is_complex128():
+    for args in [(lambda lib: lib.tensor([1 + 1j]), 2), (lambda lib: lib.tensor([2.0]), 1j)]:
+        outs = [lib.float_power(args[0](lib), args[1]) for lib in (ember, torch)]
+        assert str(outs[0].dtype) == str(outs[1].dtype).replace("torch", "ember")
+        assert np.allclose(outs[0].tolist(), outs[1].tolist())
+    _same_error(lambda lib: lib.tensor([1 + 1j]).float_power_(2))
+    _same_error(lambda lib: lib.tensor([1.0], dtype=lib.float64).float_power_(1j))
+
+
+def test_logaddexp_half_is_computed_in_float32():
+    for dtype in ("float16", "bfloat16"):
+        vals = [-2.0, -0.5, 0.0, 0.25, 3.0]
+        outs = [lib.logaddexp(lib.tensor(vals, dtype=getattr(lib, dtype)),
+                              lib.tensor(vals, dtype=getattr(lib, dtype))).float().tolist()
+                for lib in (ember, torch)]
+        assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.logical_xor(lib.ones(2), 1),
+    lambda lib: lib.logical_and(1, lib.ones(2)),
+    lambda lib: lib.ones(2).logical_or(True),
+    lambda lib: lib.clamp(lib.ones(3), lib.zeros(3), 1.0),
+    lambda lib: lib.clamp(lib.ones(3), 0, lib.ones(3)),
+    lambda lib: lib.arange(3).clamp_(0.5, 2.5),
+    lambda lib: lib.arange(3).clamp_min_(0.5),
+    lambda lib: lib.arange(3).clamp_max_(1.5),
+    lambda lib: lib.arange(3).clamp_(lib.tensor(0.5)),
+    lambda lib: lib.isclose(lib.ones(1), lib.ones(1), rtol=-1.0),
+    lambda lib: lib.isclose(lib.ones(1), lib.ones(1), atol=-1e-5),
+    lambda lib: lib.frexp(lib.arange(3)),
+])
+def test_errors(fn):
+    _same_error(fn)
+
+
+def test_clamp_with_tensor_bound_and_none_still_works():
+    for lib in (ember, torch):
+        x = lib.tensor([-2.0, 0.5, 3.0])
+        assert lib.clamp(x, None, lib.tensor(1.0)).tolist() == [-2.0, 0.5, 1.0]
+        assert lib.arange(3).clamp_(0, 1).tolist() == [0, 1, 1]
+
+
+# -- creation -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.tensor([1j], dtype=lib.float32),
+    lambda lib: lib.tensor([[1j]], dtype=lib.int64),
+    lambda lib: lib.tensor(1j, dtype=lib.float64),
+    lambda lib: lib.full(3, 1.0),
+    lambda lib: lib.full((2,), lib.tensor([1.0])),
+    lambda lib: lib.full((2,), "a"),
+    lambda lib: lib.full((2,), None),
+    lambda lib: lib.arange(0, math.inf),
+    lambda lib: lib.arange(0.5, math.inf),
+    lambda lib: lib.arange(0, -math.inf, -1),
+    lambda lib: lib.arange(math.nan),
+    lambda lib: lib.arange(5, dtype=lib.bool),
+    lambda lib: lib.linspace(0, 1, 2.5),
+    lambda lib: lib.linspace(0, 1, True),
+    lambda lib: lib.linspace(0, 1, 2.5, dtype=lib.float64),
+    lambda lib: lib.logspace(0, 1, 2.5),
+    lambda lib: lib.linspace(1j, 2, 3, dtype=lib.float32),
+    lambda lib: lib.eye(-1),
+    lambda lib: lib.eye(2, -3),
+])
+def test_creation_errors(fn):
+    _same_error(fn)
+
+
+def test_full_takes_a_0d_tensor_and_a_list_size():
+    for lib in (ember, torch):
+        assert lib.full([2], lib.tensor(3.5)).tolist() == [3.5, 3.5]
+        assert lib.full(lib.Size([1, 2]), 7).dtype == lib.int64
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((1j, 2 + 1j, 4), {}), ((0, 1j, 1), {}), ((1j, 2 + 1j, 3), {"dtype": "complex128"}),
+    ((0, 1, 3), {"dtype": "complex64"}), ((-1 - 1j, 1 + 3j, 5), {}),
+])
+def test_linspace_complex(args, kwargs):
+    outs = []
+    for lib in (ember, torch):
+        kw = {k: getattr(lib, v) for k, v in kwargs.items()}
+        outs.append(lib.linspace(*args, **kw))
+    assert str(outs[0].dtype)[6:] == str(outs[1].dtype)[6:]
+    assert np.allclose(outs[0].tolist(), outs[1].tolist(), rtol=1e-6)
+
+
+def test_linspace_complex_tensor_bound_and_int_tensor_steps():
+    a = ember.linspace(ember.tensor(1j), 2, ember.tensor(3))
+    b = torch.linspace(torch.tensor(1j), 2, torch.tensor(3))
+    assert a.tolist() == b.tolist()
+
+
+# -- complex inputs ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.erf(lib.tensor([1j])),
+    lambda lib: lib.erfinv(lib.tensor([1j])),
+    lambda lib: lib.lgamma(lib.tensor([1j])),
+    lambda lib: lib.special.gammaln(lib.tensor([1j])),
+    lambda lib: lib.digamma(lib.tensor([1j])),
+    lambda lib: lib.special.polygamma(1, lib.tensor([1j])),
+    lambda lib: lib.special.polygamma(3, lib.tensor([1j])),
+    lambda lib: lib.i0(lib.tensor([1j])),
+    lambda lib: lib.special.i0e(lib.tensor([1j])),
+    lambda lib: lib.special.ndtri(lib.tensor([1j])),
+    lambda lib: lib.special.ndtr(lib.tensor([1j])),
+    lambda lib: lib.special.bessel_j0(lib.tensor([1j])),
+    lambda lib: lib.special.zeta(lib.tensor([1j]), lib.tensor([1j])),
+    lambda lib: lib.special.xlog1py(lib.tensor([1j]), lib.tensor([1j])),
+    lambda lib: lib.mvlgamma(lib.tensor([1j]), 1),
+    lambda lib: lib.floor(lib.tensor([1j])),
+    lambda lib: lib.round(lib.tensor([1j])),
+    lambda lib: lib.clamp(lib.tensor([1j]), 0, 1),
+    lambda lib: lib.signbit(lib.tensor([1j])),
+    lambda lib: lib.heaviside(lib.tensor([1j]), lib.tensor([1j])),
+    lambda lib: lib.fmin(lib.tensor([1j]), lib.tensor([1j])),
+    lambda lib: lib.maximum(lib.tensor([1j]), lib.tensor([1j])),
+    lambda lib: lib.deg2rad(lib.tensor([1j])),
+    lambda lib: lib.isneginf(lib.tensor([1j])),
+    lambda lib: lib.frexp(lib.tensor([1j])),
+    lambda lib: lib.float_power(lib.tensor([1j]), 2, out=lib.empty(1, dtype=lib.float64)),
+    lambda lib: lib.float_power(lib.tensor([1, 2]), 2, out=lib.empty(2)),
+    lambda lib: lib.special.zeta(lib.tensor([2.0], requires_grad=True),
+                                 lib.tensor([1.0])).sum().backward(),
+])
+def test_complex_and_out_errors(fn):
+    _same_error(fn)
+
+
+def test_sinc_and_ldexp_of_complex():
+    outs = []
+    for lib in (ember, torch):
+        z = lib.tensor([0j, 1 + 1j, 0.5 - 2j], requires_grad=True)
+        y = lib.sinc(z)
+        (y * lib.tensor([1 + 2j, 3 - 1j, 0.5j])).real.sum().backward()
+        w = lib.tensor([1 + 2j, -2j], requires_grad=True)
+        v = lib.ldexp(w, lib.tensor([3, -1]))
+        v.real.sum().backward()
+        outs.append((y.tolist(), z.grad.tolist(), v.tolist(), w.grad.tolist(),
+                     lib.ldexp(lib.tensor([1.0]), lib.tensor([1j])).tolist()))
+    for a, b in zip(*outs):
+        assert np.allclose(a, b, rtol=1e-6)
