@@ -229,3 +229,32 @@ def test_sinc_and_ldexp_of_complex():
                      lib.ldexp(lib.tensor([1.0]), lib.tensor([1j])).tolist()))
     for a, b in zip(*outs):
         assert np.allclose(a, b, rtol=1e-6)
+
+
+# -- legacy constructors and layouts -------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.Tensor("abc"),
+    lambda lib: lib.FloatTensor("a"),
+    lambda lib: lib.FloatTensor(lib.tensor([1, 2])),
+    lambda lib: lib.DoubleTensor(lib.tensor([1.0])),
+    lambda lib: lib.LongTensor(lib.tensor([True])),
+])
+def test_legacy_constructor_errors(fn):
+    _same_error(fn)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.empty(2, layout=lib.strided).zero_(),
+    lambda lib: lib.zeros(2, 3, layout=lib.strided),
+    lambda lib: lib.ones((2,), dtype=lib.int8, layout=lib.strided),
+    lambda lib: lib.full((2,), 3, layout=lib.strided),
+    lambda lib: lib.arange(3, layout=lib.strided),
+    lambda lib: lib.linspace(0, 1, 3, layout=lib.strided),
+    lambda lib: lib.eye(2, layout=lib.strided),
+])
+def test_factories_take_a_strided_layout(make):
+    a, b = make(ember), make(torch)
+    assert a.tolist() == b.tolist()
+    assert str(a.dtype)[6:] == str(b.dtype)[6:]

@@ -111,6 +111,13 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     return factory_requires_grad(t) if requires_grad else t
 
 
+def _strided_only(op: str, layout: Any) -> None:
+    """A factory's `layout=`: None or `strided`, the layout of ember's dense tensors."""
+    if layout is not None and layout is not storage.strided:
+        raise NotImplementedError(f"{op}(): layout={layout} is not supported; ember's dense "
+                                  f"tensors are {storage.strided}")
+
+
 def _accepts_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """PyTorch's `out=` on a factory (`torch.arange(0, n, out=torch.LongTensor(n))`, Tacotron
     2's `get_mask_from_lengths`): the values are made in `out`'s dtype (a `dtype=` must be
@@ -118,8 +125,12 @@ def _accepts_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     a count it did not expect) and returned."""
     op = fn.__name__.removeprefix("_deprecated_")
 
+    takes_layout = "layout" in inspect.signature(fn).parameters
+
     @functools.wraps(fn)
     def factory(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
+        if not takes_layout and "layout" in kwargs:  # (PyTorch's factories all take it)
+            _strided_only(op, kwargs.pop("layout"))
         if out is None:
             return fn(*args, **kwargs)
         if not isinstance(out, Tensor):
