@@ -258,3 +258,64 @@ def test_factories_take_a_strided_layout(make):
     a, b = make(ember), make(torch)
     assert a.tolist() == b.tolist()
     assert str(a.dtype)[6:] == str(b.dtype)[6:]
+
+
+# -- complex pow, reciprocal and logaddexp ------------------------------------------------
+
+
+def _bits(t):
+    return [(complex(v).real, complex(v).imag) for v in t.reshape(-1).tolist()]
+
+
+def _same_bits(a, b):
+    for (ar, ai), (br, bi) in zip(_bits(a), _bits(b)):
+        for x, y in ((ar, br), (ai, bi)):
+            assert (math.isnan(x) and math.isnan(y)) or (x == y and math.copysign(1, x) ==
+                                                         math.copysign(1, y)), (a, b)
+
+
+@pytest.mark.parametrize("exponent", [
+    lambda lib: lib.tensor([2 + 0j, 0.5 + 0j, 2 + 0j, 1 - 1j]),
+    lambda lib: lib.tensor([2, 3, 1, -1]),
+    lambda lib: 4, lambda lib: 2.5, lambda lib: 0.5, lambda lib: -0.5, lambda lib: -1,
+    lambda lib: -2, lambda lib: 2, lambda lib: 3, lambda lib: 1j, lambda lib: 0, lambda lib: 1,
+])
+def test_complex_pow_is_cpow_but_for_special_exponents(exponent):
+    want = torch.pow(torch.tensor([1 + 1j, -2 + 0.5j, 0j, 3 - 4j]), exponent(torch))
+    got = ember.pow(ember.tensor([1 + 1j, -2 + 0.5j, 0j, 3 - 4j]), exponent(ember))
+    _same_bits(got, want)
+
+
+def test_complex_reciprocal_of_zero_and_scalar_base():
+    _same_bits(ember.reciprocal(ember.tensor([0j, 1 + 1j, complex(math.inf, 0)])),
+               torch.reciprocal(torch.tensor([0j, 1 + 1j, complex(math.inf, 0)])))
+    _same_bits(2 ** ember.tensor([1 + 1j, 0.5j]), 2 ** torch.tensor([1 + 1j, 0.5j]))
+
+
+def test_logaddexp_complex_values_and_grads():
+    nan, inf = math.nan, math.inf
+    a_vals = [1 + 1j, -2 + 0.5j, complex(-inf, 1), complex(inf, 0), complex(nan, 0), 0j,
+              100 + 3j]
+    b_vals = [0.5 + 2j, -2 + 0.5j, complex(-inf, 2), complex(inf, 1), 1j, 1e-8 + 0j,
+              -100 + 1j]
+    outs = []
+    for lib in (ember, torch):
+        a = lib.tensor(a_vals, requires_grad=True)
+        b = lib.tensor(b_vals, requires_grad=True)
+        y = lib.logaddexp(a, b)
+        assert y.grad_fn.name() == "LogaddexpBackward0"
+        y[[0, 1, 5, 6]].real.sum().backward()
+        outs.append((y.detach(), a.grad, b.grad))
+    for got, want in zip(*outs):
+        assert np.allclose(np.array(got.tolist()), np.array(want.tolist()), rtol=1e-6,
+                           equal_nan=True)
+
+
+def test_round_decimals_past_double_range_and_number_pairs():
+    for lib in (ember, torch):
+        assert math.isnan(lib.round(lib.tensor([1.5]), decimals=400).item())
+        assert math.isnan(lib.round(lib.tensor([1.5]), decimals=-400).item())
+    for fn in (lambda lib: lib.special.xlog1py(1, 2), lambda lib: lib.special.zeta(2, 1),
+               lambda lib: lib.xlogy(1, 2), lambda lib: lib.float_power(2, 3),
+               lambda lib: lib.polygamma(1.0, lib.ones(1))):
+        _same_error(fn)

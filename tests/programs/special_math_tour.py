@@ -741,6 +741,35 @@ grad("tanh extremes", torch.tanh, -30.0, 0.0, 30.0)
 grad("half erf", sp.erf, 0.0, 1.0, dtype=torch.float16)
 grad("bf16 sigmoid", torch.sigmoid, 0.0, 2.0, dtype=torch.bfloat16)
 
+print("section complex math")
+zc3 = torch.tensor([1 + 1j, -2 + 0.5j, 0j])
+rep("pow complex tensor", lambda: torch.pow(zc3, torch.tensor([2 + 0j, 0.5 + 0j, 2 + 0j])))
+rep("pow complex int tensor", lambda: torch.pow(zc3, torch.tensor([2, 3, 1])))
+rep("pow complex 4", lambda: torch.pow(zc3, 4))
+rep("pow complex 2.5", lambda: zc3 ** 2.5)
+rep("pow complex 0.5", lambda: zc3 ** 0.5)
+rep("pow complex -1", lambda: zc3 ** -1)
+rep("pow complex 1j", lambda: torch.pow(zc3[:2], 1j))
+rep("rpow complex", lambda: 2 ** zc3)
+rep("pow zero base complex", lambda: torch.pow(torch.tensor([0j, 0j, 0j]),
+                                               torch.tensor([0j, 1j, -1 + 0j])))
+rep("reciprocal complex", lambda: torch.reciprocal(torch.tensor([0j, 1 + 1j, complex(inf, 0)])))
+rep("logaddexp complex", lambda: torch.logaddexp(zc3, torch.tensor([0.5 + 2j, -2 + 0.5j,
+                                                                    1e-8 + 0j])))
+rep("logaddexp complex inf", lambda: torch.logaddexp(
+    torch.tensor([complex(-inf, 1), complex(inf, 0), complex(nan, 0)]),
+    torch.tensor([complex(-inf, 2), complex(inf, 1), 1j])))
+la_ = torch.tensor([1 + 1j, -2 + 0.5j, 100 + 3j], requires_grad=True)
+lb_ = torch.tensor([0.5 + 2j, -2 + 0.5j, -100 + 1j], requires_grad=True)
+torch.logaddexp(la_, lb_).real.sum().backward()
+print("logaddexp complex grads", la_.grad, lb_.grad)
+rep("round decimals huge", lambda: torch.round(torch.tensor([1.5, 0.0]), decimals=400))
+rep("round decimals -huge", lambda: torch.round(torch.tensor([1.5]), decimals=-400))
+rep("polygamma n float", lambda: torch.polygamma(1.0, torch.tensor([1.0])))
+rep("xlog1py numbers", lambda: sp.xlog1py(1, 2))
+rep("zeta numbers", lambda: sp.zeta(2, 1))
+rep("float_power numbers", lambda: torch.float_power(2, 3))
+
 print("section noncontig")
 nc = torch.arange(12.0).reshape(3, 4).t() - 5.5
 rep("noncontig div floor", lambda: torch.div(nc, 2, rounding_mode="floor"))

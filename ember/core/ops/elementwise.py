@@ -487,10 +487,11 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     if not input.dtype._differentiable:  # (PyTorch's overload with decimals: floats only)
         raise kernel_refuses("round_cpu", input.dtype)
     # as PyTorch: divide by a power of ten for negative decimals (10 ** -3 is inexact)
+    # (a power past the double range is inf, as C's pow makes it: the result is NaN)
+    places = -decimals if decimals < 0 else decimals
+    scale = 10.0 ** places if places <= 308 else math.inf
     if decimals < 0:
-        scale = 10.0 ** -decimals
         return relabel(_round(input / scale) * scale, "RoundBackward1", (input,))
-    scale = 10.0 ** decimals
     return relabel(_round(input * scale) / scale, "RoundBackward1", (input,))
 
 
@@ -1431,13 +1432,39 @@ def _opmath_operands(input: Any, other: Any, common: dt.dtype) -> tuple[Any, Any
                  for x in (input, other))
 
 
-@composite(variants="function method out", cost=costs.pointwise(6), grad=Grad(
-    input=lambda grad, input, result: grad * (input - result).exp(),
-    other=lambda grad, other, result: grad * (other - result).exp()))
+def _logaddexp_grad(grad: Tensor, mine: Tensor, theirs: Tensor, result: Tensor) -> Tensor:
+    if mine.dtype.is_complex or theirs.dtype.is_complex:  # derivatives.yaml's, conjugated
+        return grad / conj((theirs - mine).exp() + 1.0)
+    return grad * (mine - result).exp()
+
+
+def _complex_logaddexp(a: Tensor, b: Tensor) -> Tensor:
+    """ATen's complex logaddexp: `log1p(exp(min - max)) + max`, the operands ordered by
+    their real parts; NaN (either part) where either has one; an operand itself where
+    both real parts are -inf, `log(exp(x) + exp(y))` where both are +inf."""
+    a_nan = a.real.isnan().logical_or(a.imag.isnan())
+    b_nan = b.real.isnan().logical_or(b.imag.isnan())
+    a_first = (a.real < b.real).logical_and(b_nan.logical_not())
+    lo, hi = where(a_first, a, b), where(a_first, b, a)
+    out = log1p((lo - hi).exp()) + hi
+    same_inf = lo.real.isinf().logical_and(lo.real == hi.real)
+    both_pos = log(lo.exp() + hi.exp())
+    out = where(same_inf, where(lo.real < 0, lo, both_pos), out)
+    return where(a_nan.logical_or(b_nan), complex(math.nan, math.nan), out)
+
+
+@composite(variants="function method out", cost=costs.pointwise(6), complex=True, grad=Grad(
+    input=lambda grad, input, other, result: _logaddexp_grad(grad, input, other, result),
+    other=lambda grad, input, other, result: _logaddexp_grad(grad, other, input, result)))
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """`log(exp(input) + exp(other))`, computed without overflow or underflow."""
     check_tensors("logaddexp", input, other)
     common = dt.result_type(operand_tier(input), operand_tier(other))
+    if common.is_complex:
+        with no_grad():
+            out = _complex_logaddexp(to_dtype(input, common), to_dtype(other, common))
+        record_grad(OPS["logaddexp"], (input, other), {}, out)
+        return out
     if not common.is_floating_point:
         raise not_implemented_for("logaddexp", input if isinstance(input, Tensor) else other,
                                   common)

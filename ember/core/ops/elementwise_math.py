@@ -21,6 +21,7 @@ from ember.core.apply import apply, record_grad
 from ember.core.creation import tensor
 from ember.core.declare import alias, check_tensor, composite, define
 from ember.core.dispatch import kernel_refuses, not_implemented_for
+from ember.core.errors import invalid_combination, type_name
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
@@ -106,8 +107,21 @@ def _first(a: Any, b: Any, op: str) -> Tensor:
     for x in (a, b):
         if isinstance(x, Tensor):
             return x
-    raise TypeError(f"{op}(): expected at least one tensor operand, got {type(a).__name__} "
-                    f"and {type(b).__name__}")
+    raise two_numbers(op, a, b)
+
+
+# PyTorch's names for the ops whose Python entry points are ember's (special.xlog1py)
+_PARSER_NAMES = {"xlog1py": "special_xlog1py", "zeta": "special_zeta"}
+
+
+def two_numbers(op: str, a: Any, b: Any) -> TypeError:
+    """PyTorch's argument parser refusing a binary op of two numbers: its three overloads
+    (tensor and tensor, number and tensor, tensor and number)."""
+    other = "exponent" if op == "float_power" else "other"
+    return invalid_combination(_PARSER_NAMES.get(op, op), f"{type_name(a)}, {type_name(b)}", (
+        f"(Tensor input, Tensor {other}, *, Tensor out = None)",
+        f"(Number self, Tensor {other}, *, Tensor out = None)",
+        f"(Tensor input, Number {other}, *, Tensor out = None)"))
 
 
 # -- unary primitives -----------------------------------------------------------------------
@@ -244,7 +258,8 @@ def _polygamma_rule(input, *, n):
 
 def _polygamma(n: int, input: Tensor) -> Tensor:
     if isinstance(n, bool) or not isinstance(python_scalar(n), int):
-        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if isinstance(input, Tensor) and input.dtype.is_complex:  # (ATen's kernel for this n)
@@ -327,6 +342,8 @@ def _declare(name: str, kind: str, doc: str, *, grad: Grad | None = None, flops:
     def fn(input: Any, other: Any) -> Tensor:
         if tensors:
             check_tensors(name, input, other)
+        elif not (isinstance(input, Tensor) or isinstance(other, Tensor)):
+            raise two_numbers(name.removeprefix("special_"), input, other)
         return binary(name, input, other)
     return define(name, Kind.PRIMITIVE, fn, variants=variants, rule=_binary_rule_of(name, kind),
                   grad=grad, cost=costs.pointwise(flops), doc=doc, operators=operators,
