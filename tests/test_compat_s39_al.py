@@ -319,3 +319,14 @@ def test_round_decimals_past_double_range_and_number_pairs():
                lambda lib: lib.xlogy(1, 2), lambda lib: lib.float_power(2, 3),
                lambda lib: lib.polygamma(1.0, lib.ones(1))):
         _same_error(fn)
+
+
+def test_trigamma_at_its_poles_is_atens_reflection():
+    # sin(pi * x) is not quite 0 at a negative integer: a huge finite value (inf at 0)
+    for dtype in ("float32", "float64"):
+        x = [-3.0, -1.0, 0.0, -0.0, -2.0, 1.0, 2.5, -0.5]
+        want = torch.polygamma(1, torch.tensor(x, dtype=getattr(torch, dtype))).tolist()
+        got = ember.polygamma(1, ember.tensor(x, dtype=getattr(ember, dtype))).tolist()
+        assert got == pytest.approx(want, rel=1e-6)
+    assert ember.polygamma(1, ember.tensor([-1, 0, 2])).tolist() == pytest.approx(
+        torch.polygamma(1, torch.tensor([-1, 0, 2])).tolist(), rel=1e-6)

@@ -110,6 +110,10 @@ for n in (0, 1, 2, 3):
     show(f"polygamma {n}", lambda n=n: sp.polygamma(n, torch.tensor([0.5, 1.0, 2.5, 10.0, -1.5])))
 show("polygamma 1 at 0", lambda: sp.polygamma(1, torch.tensor([0.0, -0.0])))
 show("polygamma int", lambda: torch.polygamma(1, ints.abs() + 1))
+show("polygamma 1 at poles", lambda: sp.polygamma(1, torch.tensor([-1.0, -2.0, -5.0])))
+show("polygamma 1 at int poles", lambda: torch.polygamma(1, ints))
+show("polygamma 1 poles 64", lambda: sp.polygamma(1, torch.tensor([-1.0, -3.0],
+                                                                 dtype=torch.float64)))
 show("polygamma method", lambda: torch.tensor([1.0, 2.0]).polygamma(2))
 show("polygamma negative n", lambda: sp.polygamma(-1, torch.tensor([1.0])))
 show("multigammaln p1", lambda: sp.multigammaln(torch.tensor([1.0, 2.5, 7.0]), 1))
