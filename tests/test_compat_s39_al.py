@@ -330,3 +330,43 @@ def test_trigamma_at_its_poles_is_atens_reflection():
         assert got == pytest.approx(want, rel=1e-6)
     assert ember.polygamma(1, ember.tensor([-1, 0, 2])).tolist() == pytest.approx(
         torch.polygamma(1, torch.tensor([-1, 0, 2])).tolist(), rel=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.randint(0, 300, (3,), dtype=lib.int8),
+    lambda lib: lib.randint(-200, 3, (3,), dtype=lib.int8),
+    lambda lib: lib.randint(0, 257, (3,), dtype=lib.uint8),
+    lambda lib: lib.randint(0, 2 ** 40, (3,), dtype=lib.int32),
+    lambda lib: lib.randint(-2 ** 40, 3, (3,), dtype=lib.int16),
+    lambda lib: lib.randint(0, 3, (3,), dtype=lib.bool),
+    lambda lib: lib.randperm(129, dtype=lib.int8),
+    lambda lib: lib.randperm(3, dtype=lib.bool),
+    lambda lib: lib.asarray((1, 2), copy=False),
+    lambda lib: lib.asarray(5, copy=False),
+    lambda lib: lib.zeros(True),
+    lambda lib: lib.zeros(lib.tensor([2, 3])),
+    lambda lib: lib.ones(2 ** 62, 4),
+    lambda lib: lib.arange(1j, 3),
+    lambda lib: lib.arange(0, 1e20, 1),
+    lambda lib: lib.linspace(0, 1, 3, dtype=lib.bool),
+    lambda lib: lib.linspace(0, 300, 3, dtype=lib.int8),
+    lambda lib: lib.linspace(-256, 3, 3, dtype=lib.uint8),
+    lambda lib: lib.eye(2.0),
+    lambda lib: lib.eye(2, 3.5),
+    lambda lib: lib.ones(2).clamp(min=1j),
+])
+def test_more_creation_errors(fn):
+    _same_error(fn)
+
+
+def test_creation_that_works():
+    for make in (lambda lib: lib.randint(0, 256, (3,), dtype=lib.uint8).dtype,
+                 lambda lib: lib.randint(0, 2, (3,), dtype=lib.bool).dtype,
+                 lambda lib: lib.randperm(128, dtype=lib.int8).sort().values.tolist(),
+                 lambda lib: lib.ones(lib.tensor([2])).tolist(),
+                 lambda lib: lib.arange(1 + 0j, 3).tolist(),
+                 lambda lib: lib.linspace(-5, 5, 4, dtype=lib.int64).tolist()):
+        assert str(make(ember)).replace("ember", "torch") == str(make(torch))
+    a, b = ember.logspace(0, 1j, 3), torch.logspace(0, 1j, 3)
+    assert str(a.dtype)[6:] == str(b.dtype)[6:]
+    assert np.allclose(a.tolist(), b.tolist(), rtol=1e-6)

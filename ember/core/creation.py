@@ -73,8 +73,10 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
     also that its storage's byte count fits in 64 bits."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    elif size and type(size[0]) is not int and \
-            not isinstance(size[0], (numbers.Integral, Tensor)):  # no sizes as ints
+    elif size and type(size[0]) is not int and (
+            not isinstance(size[0], (numbers.Integral, Tensor)) or len(size) == 1 and (
+                isinstance(size[0], bool) or isinstance(size[0], Tensor)
+                and size[0].numel() != 1)):  # no sizes as ints (a lone bool is none)
         if len(size) > 1:
             raise TypeError(f"{op}() takes 1 positional argument but {len(size)} were given")
         raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not "
@@ -91,7 +93,7 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
                                f"{list(size)}")
         out.append(int(s))
     if dtype is not None and math.prod(out) * dtype.itemsize >= 1 << 63:
-        raise RuntimeError(f"{op}: Storage size calculation overflowed with sizes={out}")
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={out}")
     return tuple(out)
 
 
@@ -253,8 +255,17 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
         start, end = 0, start
     start, end, step = (float(v) if isinstance(v, Tensor) and v.is_floating_point()
                         else (int(v) if isinstance(v, Tensor) else v) for v in (start, end, step))
+    for v in (start, end, step):
+        if isinstance(v, complex) or isinstance(v, np.complexfloating):
+            if v.imag != 0:
+                raise RuntimeError("value cannot be converted to type double without overflow")
+    start, end, step = (v.real if isinstance(v, (complex, np.complexfloating)) else v
+                        for v in (start, end, step))
     if not all(math.isfinite(v) for v in (start, end)):
         raise RuntimeError(f"unsupported range: {_cpp_scalar(start)} -> {_cpp_scalar(end)}")
+    if step != 0 and math.isfinite(step) and \
+            math.ceil((end - start) / step) > 9223372036854775807:
+        raise RuntimeError("invalid size, possible overflow?")
     d = dtype_arg(dtype, "arange")
     if d is None:
         d = dt.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) \
@@ -512,6 +523,18 @@ WIDE_RANDOM = frozenset({"int64", "float64", "float32", "bfloat16"})
 
 
 @primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
+def _check_random_bounds(low: int, high: int, d: dt.dtype) -> None:
+    """PyTorch's random_(from, to) check for an integer (or bool) dtype: both ends of
+    [low, high - 1] within the dtype's range, named by its C++ type."""
+    if d.is_floating_point or d.is_complex:
+        return
+    lo, hi = (0, 1) if d is dt.bool_ else (int(np.iinfo(numpy_dtype(d)).min),
+                                           int(np.iinfo(numpy_dtype(d)).max))
+    for name, v in (("from", low), ("to - 1", high - 1)):
+        if not lo <= v <= hi:
+            raise RuntimeError(f"{name} is out of bounds for {storage.cpp_type_name(d)}")
+
+
 @_random_overloads
 @_accepts_out
 def randint(low: int | None = None, high: int | None = None, size: Sequence[int] | None = None, *,
@@ -526,6 +549,7 @@ def randint(low: int | None = None, high: int | None = None, size: Sequence[int]
     d = dtype_arg(dtype, "randint") or dt.int64
     if d in dt.FLOAT8_DTYPES:  # (worded as PyTorch's kernel)
         raise kernel_refuses("random_update_from_to", d)
+    _check_random_bounds(low, high, d)
     wide = d.name in WIDE_RANDOM
 
     def draw(engine: MT19937, n: int, npd: np.dtype) -> np.ndarray:
@@ -552,6 +576,11 @@ def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     d = dtype_arg(dtype, "randperm") or dt.int64
+    if d is dt.bool_:
+        raise kernel_refuses("randperm", d)
+    if not (d.is_floating_point or d.is_complex) and n > 0 and \
+            n - 1 > int(np.iinfo(numpy_dtype(d)).max):
+        raise RuntimeError(f"value cannot be converted to type {dt.c_name(d)} without overflow")
     dev, backend = resolve(device)
     host = host_generator(generator, dev)
     if host is None:
@@ -917,6 +946,15 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
                           steps, dtype=d.to_real(), device=device) for i in (0, 1)]
         return _finish(_complex_of(parts[0], parts[1]), requires_grad)
     d = d or dt.get_default_dtype()
+    if d is dt.bool_:
+        raise kernel_refuses("linspace_cpu", d)
+    if not (d.is_floating_point or d.is_complex):  # bounds that fit the integer dtype
+        # (c10's overflow check: an unsigned type takes negatives down to -max, wrapping)
+        info = np.iinfo(numpy_dtype(d))
+        low = info.min if info.min < 0 else -int(info.max)
+        if any(not low <= float(python_scalar(v)) <= info.max for v in (start, end)):
+            raise RuntimeError(f"value cannot be converted to type {dt.c_name(d)} without "
+                               "overflow")
     if steps == 1:
         return full((1,), start, dtype=d, device=device, requires_grad=requires_grad)
     # PyTorch fills the first half as fma(step, i, start) and the second half back from
@@ -971,6 +1009,18 @@ def _fma(k: Tensor, step: float, c: float) -> Tensor:
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike = None,
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+    def is_int(v: Any) -> bool:
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    if m is None and not is_int(n):
+        raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {type_name(n)}")
+    if m is not None and not (is_int(n) and is_int(m)):
+        kwargs = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
+        got = ", ".join([type_name(n), type_name(m)] +
+                        [f"{k}={type_name(v)}" for k, v in kwargs.items()])
+        rest = (f"*, Tensor out = None, {dt.API_NAME}.dtype dtype = None, {dt.API_NAME}.layout "
+                f"layout = None, {dt.API_NAME}.device device = None, bool pin_memory = False, "
+                "bool requires_grad = False)")
+        raise invalid_combination("eye", got, (f"(int n, {rest}", f"(int n, int m, {rest}"))
     m = n if m is None else m
     for name, v in (("n", n), ("m", m)):
         if v < 0:
@@ -981,7 +1031,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
     return _finish((rows == cols).to(d), requires_grad)
 
 
-@composite(variants="function")
+@composite(variants="function", complex=True)
 @_accepts_out
 def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
@@ -989,6 +1039,10 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype:
     _check_steps("logspace", start, end, steps, dtype, device, requires_grad)
     _check_scalar_bounds("logspace", start, end)
     steps = int(steps)
+    if _is_complex(start) or _is_complex(end):  # the exponents spaced as linspace's
+        d = dtype_arg(dtype, "logspace") or dt.get_default_dtype().to_complex()
+        exponents = linspace(start, end, steps, dtype=d, device=device)
+        return _finish(float(base) ** exponents, requires_grad)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     d = dtype_arg(dtype, "logspace") or dt.get_default_dtype()

@@ -276,6 +276,33 @@ desc("tensor device", lambda: torch.tensor([1, 2], device="cpu"))
 desc("clone channels_last", lambda: x4.clone(memory_format=torch.channels_last))
 desc("contiguous of t", lambda: base.detach().t().contiguous())
 
+print("section creation errors")
+for name, fn in [
+        ("randint int8 range", lambda: torch.randint(0, 300, (3,), dtype=torch.int8)),
+        ("randint int8 low", lambda: torch.randint(-200, 3, (3,), dtype=torch.int8)),
+        ("randint uint8 257", lambda: torch.randint(0, 257, (3,), dtype=torch.uint8)),
+        ("randint bool 3", lambda: torch.randint(0, 3, (3,), dtype=torch.bool)),
+        ("randperm int8 129", lambda: torch.randperm(129, dtype=torch.int8)),
+        ("randperm bool", lambda: torch.randperm(3, dtype=torch.bool)),
+        ("asarray tuple copy=False", lambda: torch.asarray((1, 2), copy=False)),
+        ("zeros bool size", lambda: torch.zeros(True)),
+        ("zeros 1-d tensor size", lambda: torch.zeros(torch.tensor([2, 3]))),
+        ("ones huge", lambda: torch.ones(2 ** 62, 4)),
+        ("arange complex", lambda: torch.arange(1j, 3)),
+        ("arange huge", lambda: torch.arange(0, 1e20, 1)),
+        ("linspace bool", lambda: torch.linspace(0, 1, 3, dtype=torch.bool)),
+        ("linspace int8 overflow", lambda: torch.linspace(0, 300, 3, dtype=torch.int8)),
+        ("eye float", lambda: torch.eye(2.0)),
+        ("eye float m", lambda: torch.eye(2, 3.5)),
+        ("clamp complex bound", lambda: torch.ones(2).clamp(min=1j))]:
+    show(name, fn)
+desc("randint uint8 256", lambda: torch.randint(0, 256, (3,), dtype=torch.uint8).zero_())
+desc("randperm int8 128", lambda: torch.randperm(128, dtype=torch.int8).sort().values[:4])
+desc("ones 1-elem tensor size", lambda: torch.ones(torch.tensor([2])))
+desc("arange complex real", lambda: torch.arange(1 + 0j, 3))
+desc("linspace int64 negative", lambda: torch.linspace(-5, 5, 4, dtype=torch.int64))
+show("logspace complex", lambda: torch.logspace(0, 1j, 3))
+
 print("section numpy")
 na = np.arange(6, dtype=np.float32).reshape(2, 3)
 t = torch.from_numpy(na)

@@ -137,7 +137,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def reciprocal(x, out=None):
         # a complex one as `1 / x`: ATen's complex division (NumPy's reciprocal makes 1/0
         # nan+nanj, the division inf+nanj)
-        if xp.issubdtype(x.dtype, xp.complexfloating):
+        if x.dtype.kind == "c":
             return as_array(xp.true_divide(x.dtype.type(1), x, out=out))
         return as_array(xp.reciprocal(x, out=out))
 
@@ -222,7 +222,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             with quiet():
                 return as_array(_POWERS_BY_PRODUCTS[b](xp, a, out))
         a, b = rounded_number(a, b)
-        if xp.issubdtype(xp.result_type(a, b), xp.complexfloating):
+        if xp.result_type(a, b).kind == "c":
             return complex_power(a, b, out)
         if is_integer(a, b) and _any(b < 0):
             if not isinstance(b, ndarray):  # PyTorch refuses a negative number exponent
@@ -312,7 +312,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 # ATen's complex pow by a number: 0 and 1 before any kernel, 0.5, -0.5 and -1 by sqrt,
 # rsqrt and reciprocal, 2, 3 and -2 by products (its complex division: NumPy's, 1/0 inf+nanj)
 _COMPLEX_POWERS: dict[complex, Callable[[Any, Any, Any], Any]] = {
-    0: lambda xp, a, one: xp.ones_like(a), 1: lambda xp, a, one: a.copy(),
+    0: lambda xp, a, one: xp.zeros_like(a) + one, 1: lambda xp, a, one: a.copy(),
     2: lambda xp, a, one: a * a, 3: lambda xp, a, one: a * a * a,
     -1: lambda xp, a, one: xp.true_divide(one, a),
     -2: lambda xp, a, one: xp.true_divide(one, a * a),

@@ -1169,6 +1169,10 @@ def _fit_numbers(to: dt.dtype, *values: Any) -> list[Any]:
 def _clamp_bounds(input: Tensor, min: Any, max: Any) -> list[Any]:  # noqa: A002
     """clamp's Python-number bounds, checked against its result's dtype."""
     min, max = python_scalar(min), python_scalar(max)  # noqa: A001
+    if not input.dtype.is_complex and any(isinstance(v, complex) and v.imag
+                                          for v in (min, max)):
+        # (PyTorch reads a number bound as a double first)
+        raise RuntimeError("value cannot be converted to type double without overflow")
     tiers = [operand_tier(input)] + [operand_tier(v) for v in (min, max) if v is not None]
     return _fit_numbers(dt.result_type(*tiers), min, max)
 
