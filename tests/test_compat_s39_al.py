@@ -370,3 +370,27 @@ def test_creation_that_works():
     a, b = ember.logspace(0, 1j, 3), torch.logspace(0, 1j, 3)
     assert str(a.dtype)[6:] == str(b.dtype)[6:]
     assert np.allclose(a.tolist(), b.tolist(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.result_type("a", 1),
+    lambda lib: lib.randperm(3.0),
+    lambda lib: lib.randperm(True),
+    lambda lib: lib.searchsorted(lib.tensor([3, 1]), lib.tensor([2]), sorter=lib.tensor([1, 5])),
+    lambda lib: lib.searchsorted(lib.tensor([3, 1]), lib.tensor([2]), sorter=lib.tensor([-1, 0])),
+    lambda lib: lib.bucketize(lib.tensor([True]), lib.tensor([False, True])),
+    lambda lib: lib.normal(0.0, 1.0, 2),
+])
+def test_search_and_random_argument_errors(fn):
+    errors = [_error(lib, fn) for lib in (ember, torch)]
+    assert errors[0] == errors[1]
+
+
+def test_searchsorted_and_bucketize_take_out():
+    for lib in (ember, torch):
+        out = lib.empty(0, dtype=lib.int64)
+        r = lib.searchsorted(lib.tensor([1, 3, 5]), lib.tensor([3, 6]), out=out)
+        assert r is out and out.tolist() == [1, 3]
+        out = lib.empty(2, dtype=lib.int64)
+        lib.bucketize(lib.tensor([1.5, 3.0]), lib.tensor([1.0, 2.0]), out=out)
+        assert out.tolist() == [1, 2]

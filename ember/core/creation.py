@@ -572,6 +572,9 @@ fused_kernel("pytorch_randperm_shuffle", replaces="randperm", same_dtype=False,
 def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
              generator: Any = None, requires_grad: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1."""
+    if isinstance(n, bool) or not isinstance(n, (numbers.Integral, Tensor)):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{type_name(n)}")
     n = int(n)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")

@@ -294,7 +294,14 @@ for name, fn in [
         ("linspace int8 overflow", lambda: torch.linspace(0, 300, 3, dtype=torch.int8)),
         ("eye float", lambda: torch.eye(2.0)),
         ("eye float m", lambda: torch.eye(2, 3.5)),
-        ("clamp complex bound", lambda: torch.ones(2).clamp(min=1j))]:
+        ("clamp complex bound", lambda: torch.ones(2).clamp(min=1j)),
+        ("result_type str", lambda: torch.result_type("a", 1)),
+        ("randperm float", lambda: torch.randperm(3.0)),
+        ("searchsorted sorter range", lambda: torch.searchsorted(
+            torch.tensor([3, 1]), torch.tensor([2]), sorter=torch.tensor([1, 5]))),
+        ("bucketize bool", lambda: torch.bucketize(torch.tensor([True]),
+                                                   torch.tensor([False, True]))),
+        ("normal int size", lambda: torch.normal(0.0, 1.0, 2))]:
     show(name, fn)
 desc("randint uint8 256", lambda: torch.randint(0, 256, (3,), dtype=torch.uint8).zero_())
 desc("randperm int8 128", lambda: torch.randperm(128, dtype=torch.int8).sort().values[:4])
@@ -471,6 +478,8 @@ show("searchsorted sorter", lambda: torch.searchsorted(torch.tensor([5, 1, 3]),
                                                        torch.tensor([2, 4]),
                                                        sorter=torch.tensor([1, 2, 0])))
 show("searchsorted int32", lambda: torch.searchsorted(bnd, vals, out_int32=True).dtype)
+so = torch.empty(0, dtype=torch.long)
+show("searchsorted out", lambda: (torch.searchsorted(bnd, torch.tensor([3, 6]), out=so), so))
 show("searchsorted float mix", lambda: torch.searchsorted(bnd, torch.tensor([2.5])))
 
 print("section random")

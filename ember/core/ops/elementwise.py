@@ -1051,6 +1051,16 @@ greater, greater_equal = alias(gt, "greater"), alias(ge, "greater_equal")
 @composite(complex=True, variants="function")
 def result_type(tensor1: Any, tensor2: Any) -> dt.dtype:
     """The dtype an arithmetic op on these operands (tensors or numbers) would produce."""
+    operands = (tensor1, tensor2)
+    if not all(isinstance(v, Tensor) or _is_number(python_scalar(v)) for v in operands):
+        got = ", ".join(type_name(v) for v in operands)
+        marks = ", ".join(f"!{type_name(v)}!" for v in operands)
+        why = f"      didn't match because some of the arguments have invalid types: ({marks})\n"
+        raise TypeError(
+            f"result_type() received an invalid combination of arguments - got ({got}), but "
+            "expected one of:\n * (Tensor tensor, Tensor other)\n" + why +
+            " * (Number scalar, Tensor tensor)\n" + why + " * (Tensor tensor, Number other)\n"
+            + why + " * (Number scalar1, Number scalar2)\n" + why)
     return dt.result_type(operand_tier(tensor1), operand_tier(tensor2))
 
 
