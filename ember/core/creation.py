@@ -522,7 +522,6 @@ def _randint_args(low: Any, high: Any, size: Any) -> tuple[int, int, tuple[int, 
 WIDE_RANDOM = frozenset({"int64", "float64", "float32", "bfloat16"})
 
 
-@primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
 def _check_random_bounds(low: int, high: int, d: dt.dtype) -> None:
     """PyTorch's random_(from, to) check for an integer (or bool) dtype: both ends of
     [low, high - 1] within the dtype's range, named by its C++ type."""
@@ -535,6 +534,7 @@ def _check_random_bounds(low: int, high: int, d: dt.dtype) -> None:
             raise RuntimeError(f"{name} is out of bounds for {storage.cpp_type_name(d)}")
 
 
+@primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
 @_random_overloads
 @_accepts_out
 def randint(low: int | None = None, high: int | None = None, size: Sequence[int] | None = None, *,
