@@ -394,3 +394,16 @@ def test_searchsorted_and_bucketize_take_out():
         out = lib.empty(2, dtype=lib.int64)
         lib.bucketize(lib.tensor([1.5, 3.0]), lib.tensor([1.0, 2.0]), out=out)
         assert out.tolist() == [1, 2]
+
+
+def test_clamp_reads_a_0d_tensor_bound_with_a_number_as_a_number():
+    for lib in (ember, torch):
+        t = lib.tensor([1.0, -2.0, 3.0])
+        assert lib.clamp(t, lib.tensor(0.0), 2.0).tolist() == [1.0, 0.0, 2.0]
+        assert lib.clamp(t, min=-1.0, max=lib.tensor(0.5)).tolist() == [0.5, -1.0, 0.5]
+    _same_error(lambda lib: lib.clamp(lib.ones(3), lib.zeros(3), 2.0))
+
+
+def test_tensor_of_complex_into_real_keeps_integer_overflow_words():
+    _same_error(lambda lib: lib.tensor([-1], dtype=lib.uint64))
+    _same_error(lambda lib: lib.tensor([1j], dtype=lib.uint8))

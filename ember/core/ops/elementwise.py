@@ -1220,6 +1220,11 @@ def _clamp_inplace_of(fn: Any, name: str) -> Any:
            grad=Grad("ClampBackward1", input=_clamp_grad), cost=costs.pointwise(2))
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """Clamps every element into [min, max]; either bound may be None or a tensor."""
+    if isinstance(min, Tensor) != isinstance(max, Tensor) and min is not None \
+            and max is not None and all(v.ndim == 0 for v in (min, max)
+                                        if isinstance(v, Tensor)):
+        # a 0-d tensor with a number: PyTorch's parser reads it as a number (Number overload)
+        min, max = (v.item() if isinstance(v, Tensor) else v for v in (min, max))  # noqa: A001
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if not all(v is None or isinstance(v, Tensor) for v in (min, max)):
             # (one overload takes tensor bounds, the other numbers: none takes both)
