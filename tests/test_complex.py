@@ -235,15 +235,10 @@ def test_printed_summarised_and_wide():
 
 
 @pytest.mark.parametrize("call,op", [
-    (lambda z: ember.clamp(z, 0, 1), "clamp"),
     (lambda z: z < z, "lt"),
     (lambda z: ember.relu(z), "relu"),
     (lambda z: ember.softmax(z, 0), "softmax"),
-    (lambda z: z.erf(), "erf"),
-    (lambda z: ember.maximum(z, z), "maximum"),
     (lambda z: z.max(), "max"),
-    (lambda z: z.floor(), "floor"),
-    (lambda z: ember.ones(2) + ember.lgamma(z), "lgamma"),
 ])
 def test_undeclared_ops_refuse_complex(call, op):
     z = ember.tensor([1 + 1j, 2])
@@ -252,15 +247,36 @@ def test_undeclared_ops_refuse_complex(call, op):
         call(z)
 
 
-@pytest.mark.parametrize("call,op", [
-    (lambda: ember.ones(2) < 1j, "lt"),
-    (lambda: ember.maximum(ember.ones(2), ember.tensor(1j)), "maximum"),
-    (lambda: ember.ones(2).clamp(min=1j), "clamp"),
+@pytest.mark.parametrize("call", [
+    lambda lib, z: lib.clamp(z, 0, 1),
+    lambda lib, z: z.erf(),
+    lambda lib, z: lib.maximum(z, z),
+    lambda lib, z: z.floor(),
+    lambda lib, z: lib.ones(2) + lib.lgamma(z),
 ])
-def test_a_python_complex_makes_a_real_op_refuse(call, op):
-    with pytest.raises(RuntimeError, match=f'"{op}_cpu" not implemented for '
-                                           "'ComplexFloat'"):
-        call()
+def test_complex_refusals_in_torchs_words(call):
+    # PyTorch's vectorised kernels ("erf_vml_cpu") and its ops' own checks ("floor is not
+    # supported for complex inputs")
+    errors = []
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError) as caught:
+            call(lib, lib.tensor([1 + 1j, 2]))
+        errors.append((type(caught.value), str(caught.value)))
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.ones(2) < 1j,
+    lambda lib: lib.maximum(lib.ones(2), lib.tensor(1j)),
+    lambda lib: lib.ones(2).clamp(min=1j),
+])
+def test_a_python_complex_makes_a_real_op_refuse(call):
+    errors = []
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError) as caught:
+            call(lib)
+        errors.append((type(caught.value), str(caught.value)))
+    assert errors[0] == errors[1]
 
 
 def test_in_place_abs_of_complex_refuses_as_torch():
@@ -276,7 +292,7 @@ def test_in_place_abs_of_complex_refuses_as_torch():
 
 def test_refusal_names_complex_double():
     with pytest.raises(RuntimeError, match="'ComplexDouble'"):
-        ember.tensor([1j], dtype=ember.cdouble).floor()
+        ember.tensor([1j], dtype=ember.cdouble).erf()
 
 
 def test_refusal_is_declared_not_listed():

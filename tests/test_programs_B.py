@@ -829,6 +829,21 @@ PROGRAMS_AJ38 = [
 ]
 PROGRAMS_B += PROGRAMS_AJ38
 
+AL39_ULPS = (r"(digamma|i0|i1|i1e|bessel_j[01]|bessel_y0|gammainc|igamma|torch\.i0 method)"
+             r"( int| 64)? float32")
+PROGRAMS_AL39 = [
+    # torch.special and elementwise math at NaN/inf/0/denormal values in every dtype, result
+    # dtypes, gradients and errors: every line PyTorch's, but float32 special functions
+    # (digamma, i0/i1/i1e, bessel_j0/j1/y0, gammainc/igamma) ulps apart from ATen's own
+    # series (6 digits shown)
+    Program("special_math_tour.py", same=rf"^(?!{AL39_ULPS})", close=rf"^{AL39_ULPS}",
+            long=True),
+    # every line: dtype inference, factories, ranges, NumPy sharing, default dtype, seeded
+    # random streams, promotion tables, iinfo/finfo and the errors are PyTorch's
+    Program("tensor_factories_tour.py", same=r"^", long=True),
+]
+PROGRAMS_B += PROGRAMS_AL39
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

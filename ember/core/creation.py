@@ -73,8 +73,10 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
     also that its storage's byte count fits in 64 bits."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    elif size and type(size[0]) is not int and \
-            not isinstance(size[0], (numbers.Integral, Tensor)):  # no sizes as ints
+    elif size and type(size[0]) is not int and (
+            not isinstance(size[0], (numbers.Integral, Tensor)) or len(size) == 1 and (
+                isinstance(size[0], bool) or isinstance(size[0], Tensor)
+                and size[0].numel() != 1)):  # no sizes as ints (a lone bool is none)
         if len(size) > 1:
             raise TypeError(f"{op}() takes 1 positional argument but {len(size)} were given")
         raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not "
@@ -91,7 +93,7 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
                                f"{list(size)}")
         out.append(int(s))
     if dtype is not None and math.prod(out) * dtype.itemsize >= 1 << 63:
-        raise RuntimeError(f"{op}: Storage size calculation overflowed with sizes={out}")
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={out}")
     return tuple(out)
 
 
@@ -111,6 +113,13 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     return factory_requires_grad(t) if requires_grad else t
 
 
+def _strided_only(op: str, layout: Any) -> None:
+    """A factory's `layout=`: None or `strided`, the layout of ember's dense tensors."""
+    if layout is not None and layout is not storage.strided:
+        raise NotImplementedError(f"{op}(): layout={layout} is not supported; ember's dense "
+                                  f"tensors are {storage.strided}")
+
+
 def _accepts_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """PyTorch's `out=` on a factory (`torch.arange(0, n, out=torch.LongTensor(n))`, Tacotron
     2's `get_mask_from_lengths`): the values are made in `out`'s dtype (a `dtype=` must be
@@ -118,8 +127,12 @@ def _accepts_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     a count it did not expect) and returned."""
     op = fn.__name__.removeprefix("_deprecated_")
 
+    takes_layout = "layout" in inspect.signature(fn).parameters
+
     @functools.wraps(fn)
     def factory(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
+        if not takes_layout and "layout" in kwargs:  # (PyTorch's factories all take it)
+            _strided_only(op, kwargs.pop("layout"))
         if out is None:
             return fn(*args, **kwargs)
         if not isinstance(out, Tensor):
@@ -185,8 +198,17 @@ def _randint_rule(*, shape: tuple[int, ...], dtype: dt.dtype, low: int, high: in
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of `size` filled with `fill_value`."""
+    if not isinstance(size, (tuple, list)):  # (ember.Size is a tuple)
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type_name(size)}")
+    if isinstance(fill_value, Tensor) and fill_value.ndim:
+        raise TypeError("full(): argument 'fill_value' (position 2) must be Number, not "
+                        "Tensor")
     fill_value = fill_value.item() if isinstance(fill_value, Tensor) else \
         python_scalar(fill_value)
+    if not isinstance(fill_value, numbers.Number):
+        raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type_name(fill_value)}")
     d = dtype_arg(dtype, "full") or dt.scalar_dtype(fill_value)
     shape = _shape_arg("full", (tuple(size),), d)
     fill_value = dt.fit_scalar(fill_value, d, single=math.prod(shape) == 1)
@@ -233,6 +255,17 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
         start, end = 0, start
     start, end, step = (float(v) if isinstance(v, Tensor) and v.is_floating_point()
                         else (int(v) if isinstance(v, Tensor) else v) for v in (start, end, step))
+    for v in (start, end, step):
+        if isinstance(v, complex) or isinstance(v, np.complexfloating):
+            if v.imag != 0:
+                raise RuntimeError("value cannot be converted to type double without overflow")
+    start, end, step = (v.real if isinstance(v, (complex, np.complexfloating)) else v
+                        for v in (start, end, step))
+    if not all(math.isfinite(v) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {_cpp_scalar(start)} -> {_cpp_scalar(end)}")
+    if step != 0 and math.isfinite(step) and \
+            math.ceil((end - start) / step) > 9223372036854775807:
+        raise RuntimeError("invalid size, possible overflow?")
     d = dtype_arg(dtype, "arange")
     if d is None:
         d = dt.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) \
@@ -244,10 +277,16 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
             raise ValueError("step must be nonzero")
         start, end, step = int(start), int(end), int(step)
     dev, backend = resolve(device)
-    if d in dt.LIMITED_DTYPES:  # (PyTorch's arange kernel is not built for uint16/32/64)
+    if d in dt.LIMITED_DTYPES or d is dt.bool_:  # (ATen's arange kernel has no bool,
+        # uint16/32/64 variant)
         raise kernel_refuses(f"arange_{dev.type}", d)
     t = run_creation("arange", dev, backend, start=start, end=end, step=step, dtype=d)
     return _finish(t, requires_grad)
+
+
+def _cpp_scalar(v: Any) -> str:
+    """A number as PyTorch's messages print a C++ Scalar (`0`, `0.5`, `inf`)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _deprecated_range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None,
@@ -483,6 +522,18 @@ def _randint_args(low: Any, high: Any, size: Any) -> tuple[int, int, tuple[int, 
 WIDE_RANDOM = frozenset({"int64", "float64", "float32", "bfloat16"})
 
 
+def _check_random_bounds(low: int, high: int, d: dt.dtype) -> None:
+    """PyTorch's random_(from, to) check for an integer (or bool) dtype: both ends of
+    [low, high - 1] within the dtype's range, named by its C++ type."""
+    if d.is_floating_point or d.is_complex:
+        return
+    lo, hi = (0, 1) if d is dt.bool_ else (int(np.iinfo(numpy_dtype(d)).min),
+                                           int(np.iinfo(numpy_dtype(d)).max))
+    for name, v in (("from", low), ("to - 1", high - 1)):
+        if not lo <= v <= hi:
+            raise RuntimeError(f"{name} is out of bounds for {storage.cpp_type_name(d)}")
+
+
 @primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
 @_random_overloads
 @_accepts_out
@@ -498,6 +549,7 @@ def randint(low: int | None = None, high: int | None = None, size: Sequence[int]
     d = dtype_arg(dtype, "randint") or dt.int64
     if d in dt.FLOAT8_DTYPES:  # (worded as PyTorch's kernel)
         raise kernel_refuses("random_update_from_to", d)
+    _check_random_bounds(low, high, d)
     wide = d.name in WIDE_RANDOM
 
     def draw(engine: MT19937, n: int, npd: np.dtype) -> np.ndarray:
@@ -520,10 +572,18 @@ fused_kernel("pytorch_randperm_shuffle", replaces="randperm", same_dtype=False,
 def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
              generator: Any = None, requires_grad: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1."""
+    if isinstance(n, bool) or not isinstance(n, (numbers.Integral, Tensor)):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{type_name(n)}")
     n = int(n)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     d = dtype_arg(dtype, "randperm") or dt.int64
+    if d is dt.bool_:
+        raise kernel_refuses("randperm", d)
+    if not (d.is_floating_point or d.is_complex) and n > 0 and \
+            n - 1 > int(np.iinfo(numpy_dtype(d)).max):
+        raise RuntimeError(f"value cannot be converted to type {dt.c_name(d)} without overflow")
     dev, backend = resolve(device)
     host = host_generator(generator, dev)
     if host is None:
@@ -830,15 +890,74 @@ def _check_scalar_bounds(op: str, start: Any, end: Any) -> None:
                            + ".")
 
 
-@composite(variants="function")
+def _is_complex(v: Any) -> bool:
+    return v.dtype.is_complex if isinstance(v, Tensor) else isinstance(python_scalar(v),
+                                                                          complex)
+
+
+def _complex_of(real: Tensor, imag: Tensor) -> Tensor:
+    from ember.core.ops.complex import complex as complex_  # (ops import creation)
+
+    return complex_(real, imag)
+
+
+def _check_steps(op: str, start: Any, end: Any, steps: Any, dtype: Any, device: Any,
+                 requires_grad: bool) -> None:
+    """PyTorch's argument parser: `steps` is an int (a 0-d tensor converts; a float or a
+    bool does not), else none of linspace's (logspace's) overloads matches."""
+    if isinstance(steps, Tensor) or (isinstance(steps, numbers.Integral)
+                                     and not isinstance(steps, bool)):
+        return
+    kwargs = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
+    if requires_grad:
+        kwargs["requires_grad"] = requires_grad
+
+    def name(a: Any) -> str:
+        return "Tensor" if isinstance(a, Tensor) else type_name(a)
+    got = ", ".join([name(a) for a in (start, end, steps)] +
+                    [f"{k}={name(v)}" for k, v in kwargs.items()])
+    base = " float base = 10.0," if op == "logspace" else ""
+    rest = (f"int steps,{base} *, Tensor out = None, {dt.API_NAME}.dtype dtype = None, "
+            f"{dt.API_NAME}.layout layout = None, {dt.API_NAME}.device device = None, "
+            "bool pin_memory = False, bool requires_grad = False)")
+    raise invalid_combination(op, got, [f"({a} start, {b} end, {rest}" for a, b in (
+        ("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"),
+        ("Number", "Number"))])
+
+
+@composite(variants="function", complex=True)
 @_accepts_out
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included."""
+    _check_steps("linspace", start, end, steps, dtype, device, requires_grad)
     _check_scalar_bounds("linspace", start, end)
+    steps = int(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    d = dtype_arg(dtype, "linspace") or dt.get_default_dtype()
+    d = dtype_arg(dtype, "linspace")
+    if _is_complex(start) or _is_complex(end):
+        # real and imaginary parts spaced each on their own, as ATen's complex kernel does
+        inferred = dt.get_default_dtype().to_complex()
+        if d is not None and not d.is_complex:
+            raise RuntimeError(f"torch.linspace(): inferred dtype "
+                               f"{storage.cpp_type_name(inferred)} can't be safely cast to "
+                               f"passed dtype {dt.SCALAR_TYPE_NAMES[d.name]}")
+        d = d or inferred
+        parts = [linspace(*(complex(python_scalar(v)).real if i == 0 else
+                            complex(python_scalar(v)).imag for v in (start, end)),
+                          steps, dtype=d.to_real(), device=device) for i in (0, 1)]
+        return _finish(_complex_of(parts[0], parts[1]), requires_grad)
+    d = d or dt.get_default_dtype()
+    if d is dt.bool_:
+        raise kernel_refuses("linspace_cpu", d)
+    if not (d.is_floating_point or d.is_complex):  # bounds that fit the integer dtype
+        # (c10's overflow check: an unsigned type takes negatives down to -max, wrapping)
+        info = np.iinfo(numpy_dtype(d))
+        low = info.min if info.min < 0 else -int(info.max)
+        if any(not low <= float(python_scalar(v)) <= info.max for v in (start, end)):
+            raise RuntimeError(f"value cannot be converted to type {dt.c_name(d)} without "
+                               "overflow")
     if steps == 1:
         return full((1,), start, dtype=d, device=device, requires_grad=requires_grad)
     # PyTorch fills the first half as fma(step, i, start) and the second half back from
@@ -893,19 +1012,40 @@ def _fma(k: Tensor, step: float, c: float) -> Tensor:
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike = None,
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+    def is_int(v: Any) -> bool:
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    if m is None and not is_int(n):
+        raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {type_name(n)}")
+    if m is not None and not (is_int(n) and is_int(m)):
+        kwargs = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
+        got = ", ".join([type_name(n), type_name(m)] +
+                        [f"{k}={type_name(v)}" for k, v in kwargs.items()])
+        rest = (f"*, Tensor out = None, {dt.API_NAME}.dtype dtype = None, {dt.API_NAME}.layout "
+                f"layout = None, {dt.API_NAME}.device device = None, bool pin_memory = False, "
+                "bool requires_grad = False)")
+        raise invalid_combination("eye", got, (f"(int n, {rest}", f"(int n, int m, {rest}"))
     m = n if m is None else m
+    for name, v in (("n", n), ("m", m)):
+        if v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     d = dtype_arg(dtype, "eye") or dt.get_default_dtype()
     rows = arange(n, device=device).reshape(n, 1)
     cols = arange(m, device=device).reshape(1, m)
     return _finish((rows == cols).to(d), requires_grad)
 
 
-@composite(variants="function")
+@composite(variants="function", complex=True)
 @_accepts_out
 def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` values from `base ** start` to `base ** end`, the exponents evenly spaced."""
+    _check_steps("logspace", start, end, steps, dtype, device, requires_grad)
     _check_scalar_bounds("logspace", start, end)
+    steps = int(steps)
+    if _is_complex(start) or _is_complex(end):  # the exponents spaced as linspace's
+        d = dtype_arg(dtype, "logspace") or dt.get_default_dtype().to_complex()
+        exponents = linspace(start, end, steps, dtype=d, device=device)
+        return _finish(float(base) ** exponents, requires_grad)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     d = dtype_arg(dtype, "logspace") or dt.get_default_dtype()

@@ -450,6 +450,9 @@ OUT_DTYPE_ERRORS: dict[Any, Callable[[Any, Any], str]] = {
                              f"{_scalar(want)}",
     "mv": lambda want, got: f"addmv input tensors must have the same dtype, but got "
                             f"{_scalar(got)}, {_scalar(want)}, and {_scalar(want)}",
+    "float_power": lambda want, got: f"the output given to float_power has dtype "
+                                     f"{_scalar(got)} but the operation's result requires "
+                                     f"dtype {_scalar(want)}",
     "reduction": lambda want, got: f"Expected the dtype for input and out to match, but got "
                                    f"{_scalar(want)} for input's dtype and {_scalar(got)} "
                                    "for out's dtype.",

@@ -82,15 +82,42 @@ KERNEL_NAMES: dict[str, str | None] = {
 
 # the CPU kernels that refuse a complex tensor in their own words (a RuntimeError), not
 # with the dispatch macro's "not implemented for"
-COMPLEX_REFUSALS = {"sort": " Sort does not support complex dtypes on CPU",
-                    "topk": " topk does not support complex dtypes on CPU"}
+COMPLEX_REFUSALS: dict[str, str | tuple[type, str]] = {
+    "sort": " Sort does not support complex dtypes on CPU",
+    "topk": " topk does not support complex dtypes on CPU"}
 COMPLEX_REFUSALS.update(argsort=COMPLEX_REFUSALS["sort"], msort=COMPLEX_REFUSALS["sort"])
+# (on every device: checks ATen makes before it dispatches; a type given where it is not a
+# RuntimeError)
+COMPLEX_REFUSALS.update(
+    {op: (NotImplementedError, f"{op} is not supported for complex inputs")
+     for op in ("floor", "ceil", "trunc")},
+    clamp=(NotImplementedError, "clamp is not supported for complex types"),
+    signbit=(NotImplementedError, "signbit is not implemented for complex tensors."),
+    heaviside="heaviside is not yet implemented for complex tensors.",
+    frexp="torch.frexp() only supports floating-point dtypes",
+    **{op: f"{op} not implemented for complex tensors."
+       for op in ("maximum", "minimum", "fmax", "fmin")},
+    **{op: f"{op} is not supported for complex tensors." for op in ("rad2deg", "deg2rad")},
+    **{op: f"{op} does not support complex inputs." for op in ("isposinf", "isneginf")})
+# the CPU kernels PyTorch's messages name otherwise than `{op}_cpu`: the vectorised (VML)
+# ones, the `ember.special` ops' (named without the prefix), and composites that fail in
+# the kernel of an op they call (ndtr in erf's, mvlgamma in arange's)
+CPU_KERNEL_NAMES: dict[str, str | None] = {
+    **{op: f"{op}_vml" for op in ("erf", "erfc", "erfinv", "i0", "lgamma", "floor", "ceil",
+                                  "trunc", "round")},
+    "digamma": None, "special_ndtr": "erf_vml", "mvlgamma": "arange"}
+
+
+_CPU_WORDS = frozenset({"sort", "topk", "argsort", "msort"})
 
 
 def kernel_name(op: str, device: str = "cpu") -> str:
     """The name PyTorch's messages give op `op`'s kernel on `device` (`"div_floor_cpu"`
     for floor_divide, `"pow"` for pow; KERNEL_NAMES)."""
-    name = KERNEL_NAMES.get(op, op)
+    if device == "cpu" and op in CPU_KERNEL_NAMES:
+        name = CPU_KERNEL_NAMES[op]
+    else:
+        name = KERNEL_NAMES.get(op, op.removeprefix("special_"))
     return op if name is None else f"{name}_{device}"
 
 
@@ -101,8 +128,9 @@ def not_implemented_for(op: str, x: Any, dtype: Any = None) -> RuntimeError:
     `dtype`: the dtype named, when not tensor `x`'s; `x` a number: the CPU's kernel."""
     device = x._device.type if isinstance(x, Tensor) else "cpu"
     d = dtype or x._dtype
-    if d.is_complex and device == "cpu" and op in COMPLEX_REFUSALS:
-        return RuntimeError(COMPLEX_REFUSALS[op])
+    if d.is_complex and op in COMPLEX_REFUSALS and (device == "cpu" or op not in _CPU_WORDS):
+        words = COMPLEX_REFUSALS[op]
+        return words[0](words[1]) if isinstance(words, tuple) else RuntimeError(words)
     return kernel_refuses(kernel_name(op, device), d)
 
 

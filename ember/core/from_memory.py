@@ -94,8 +94,7 @@ def asarray(obj: Any, *, dtype: Any = None, device: DeviceLike = None,
         out = _converted(out, None, device, copy=None)
     else:
         if copy is False:
-            raise ValueError(f"can't alias {type(obj).__name__} into a tensor: "
-                             "copy=False needs an object with memory to share")
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
         out = tensor(obj, dtype=d, device=device)
     return out.requires_grad_(bool(requires_grad)) if requires_grad else out
 

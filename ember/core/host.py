@@ -233,6 +233,15 @@ def _ranges_as_lists(data: Any) -> Any:
     return data
 
 
+def _complex_into_real(err: TypeError, dtype: dt.dtype) -> TypeError:
+    """A complex number into a real dtype: Python's own words, as PyTorch's conversion
+    raises them (others: the error as it is)."""
+    if "'complex'" not in str(err):
+        return err
+    return TypeError("must be real number, not complex" if dtype.is_floating_point
+                     else "'complex' object cannot be interpreted as an integer")
+
+
 def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
     """`data` as a new C-contiguous host array of `dtype` (inferred when None)."""
     if is_tensor(data):
@@ -252,13 +261,18 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
                 and any(is_tensor(x) for x in data[0])):
             data = _tensor_scalars(data, dtype)
         if not (dtype.is_floating_point or dtype.is_complex):
-            wrapped = _check_integral_data(data, dtype)
+            try:
+                wrapped = _check_integral_data(data, dtype)
+            except TypeError as err:
+                raise _complex_into_real(err, dtype) from None
             if wrapped is not None:
                 return wrapped.astype(numpy_dtype(dtype)), dtype
         try:
             with np.errstate(over="ignore"):  # (1e40 into float16: inf, as in PyTorch)
                 arr = np.array(data, dtype=np.float32 if dtype is dt.bfloat16 else
                                np.float64 if dtype in dt.FLOAT8_DTYPES else numpy_dtype(dtype))
+        except TypeError as err:
+            raise _complex_into_real(err, dtype) from None
         except ValueError as err:
             raise _ragged(data, dtype) or ValueError(
                 f"tensor(): expected sequences of equal length: {err}") from None

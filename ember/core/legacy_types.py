@@ -17,6 +17,7 @@ from ember.core import dtype as dt
 from ember.core.creation import empty, tensor
 from ember.core.device import device as Device
 from ember.core.placement import set_default_device
+from ember.core.storage import cpp_type_name
 from ember.core.tensor import Size, Tensor
 
 
@@ -48,9 +49,8 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
         if len(args) == 1 and isinstance(args[0], Tensor):
             t = args[0]
             if not isinstance(t, cls):
-                raise TypeError(f"{cls.__name__}(): expected a tensor of type "
-                                f"{dt.API_NAME}.{cls._prefix()}{cls.__name__} on {kind}, got "
-                                f"{t.type()} on {t.device}")
+                raise TypeError(f"expected {_options(cls.dtype, kind)} (got "
+                                f"{_options(t.dtype, t.device.type)})")
             return t
         try:
             return _new(args, cls.dtype, kind if device is None else device)
@@ -65,6 +65,13 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
             raise refusal from None
 
 
+def _options(d: dt.dtype, device: str) -> str:
+    """PyTorch's print of a c10::TensorOptions, as its legacy constructors' errors show it."""
+    return (f"TensorOptions(dtype={cpp_type_name(d)}, device={device}, layout=Strided, "
+            "requires_grad=false (default), pinned_memory=false (default), "
+            "memory_format=(nullopt))")
+
+
 def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
     """The legacy constructors' forms: no argument (an empty tensor), sizes (ints or one
     Size: uninitialized), or one sequence of data."""
@@ -77,6 +84,8 @@ def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
         return empty(args[0], dtype=d, device=device)
     if len(args) == 1 and not isinstance(args[0], (numbers.Number, str)):
         return tensor(args[0], dtype=d, device=device)
+    if len(args) == 1 and isinstance(args[0], str):
+        raise TypeError("new(): invalid data type 'str'")
     if len(args) == 1:
         raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
     # sizes: ints (a bool counts), or one-element integer tensors (Tacotron 2's

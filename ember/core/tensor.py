@@ -140,6 +140,8 @@ class Tensor:
             dev, backend = resolve(device)
             t = cls._make(backend.empty(shape, d, dev.index or 0), d, dev, backend)
         else:
+            if args and isinstance(args[0], str):
+                raise TypeError("new(): invalid data type 'str'")
             t = cls._from_data(args[0] if args else [], d, device)
         return factory_requires_grad(t) if requires_grad else t
 

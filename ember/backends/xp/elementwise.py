@@ -134,6 +134,13 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             y.reshape(-1)[-tail:] = xp.reciprocal(root).astype(x.dtype)
         return y
 
+    def reciprocal(x, out=None):
+        # a complex one as `1 / x`: ATen's complex division (NumPy's reciprocal makes 1/0
+        # nan+nanj, the division inf+nanj)
+        if x.dtype.kind == "c":
+            return as_array(xp.true_divide(x.dtype.type(1), x, out=out))
+        return as_array(xp.reciprocal(x, out=out))
+
     def relu(x, out=None):
         return xp.maximum(x, x.dtype.type(0), out=out)
 
@@ -148,7 +155,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return y
 
     functions = {op: getattr(xp, name) for op, name in _XP_FUNCTIONS.items()}
-    functions.update(sigmoid=sigmoid, sign=sign, rsqrt=rsqrt, relu=relu, erf=erf, log1p=log1p)
+    functions.update(sigmoid=sigmoid, sign=sign, rsqrt=rsqrt, relu=relu, erf=erf, log1p=log1p,
+                     reciprocal=reciprocal)
     functions.update(lib.hooks.elementwise)
     table = {op: (silenced if op in _QUIET else plain)(f) for op, f in functions.items()}
 
@@ -191,12 +199,31 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         xp.copyto(out, y)
         return out
 
+    def complex_power(a, b, out):
+        """PyTorch's complex pow: C's cpow, `exp(b * log(a))`, but for the number exponents
+        its kernels special-case (_COMPLEX_POWERS)."""
+        d = xp.result_type(a, b)
+        with quiet():
+            if isinstance(b, ndarray):
+                y = xp.exp(b.astype(d, copy=False) * xp.log(xp.asarray(a, d)))
+            elif complex(b) in _COMPLEX_POWERS:
+                y = _COMPLEX_POWERS[complex(b)](xp, xp.asarray(a, d), d.type(1))
+            else:
+                y = xp.exp(xp.asarray(b, d) * xp.log(a))
+        y = as_array(y).astype(d, copy=False)
+        if out is None:
+            return y
+        xp.copyto(out, y)
+        return out
+
     def power(a, b, out=None):
         if isinstance(a, ndarray) and a.dtype in real_floats and type(b) in (int, float) \
                 and b in _POWERS_BY_PRODUCTS:
             with quiet():
                 return as_array(_POWERS_BY_PRODUCTS[b](xp, a, out))
         a, b = rounded_number(a, b)
+        if xp.result_type(a, b).kind == "c":
+            return complex_power(a, b, out)
         if is_integer(a, b) and _any(b < 0):
             if not isinstance(b, ndarray):  # PyTorch refuses a negative number exponent
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -282,6 +309,17 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 # PyTorch's pow of a float32/float64 tensor by these numbers (pow_tensor_scalar_kernel):
 # sqrt, 1 / sqrt, 1 / x and products, not the C library's pow, which rounds otherwise (x ** 3
 # in a quarter of float32 elements, x ** 0.5 in a tenth) and takes ~3x as long
+# ATen's complex pow by a number: 0 and 1 before any kernel, 0.5, -0.5 and -1 by sqrt,
+# rsqrt and reciprocal, 2, 3 and -2 by products (its complex division: NumPy's, 1/0 inf+nanj)
+_COMPLEX_POWERS: dict[complex, Callable[[Any, Any, Any], Any]] = {
+    0: lambda xp, a, one: xp.zeros_like(a) + one, 1: lambda xp, a, one: a.copy(),
+    2: lambda xp, a, one: a * a, 3: lambda xp, a, one: a * a * a,
+    -1: lambda xp, a, one: xp.true_divide(one, a),
+    -2: lambda xp, a, one: xp.true_divide(one, a * a),
+    0.5: lambda xp, a, one: xp.sqrt(a),
+    -0.5: lambda xp, a, one: xp.true_divide(one, xp.sqrt(a)),
+}
+
 _POWERS_BY_PRODUCTS: dict[float, Callable[[Any, Any, Any], Any]] = {
     2: lambda xp, x, out: xp.multiply(x, x, out=out),
     3: lambda xp, x, out: xp.multiply(xp.multiply(x, x), x, out=out),

@@ -9,6 +9,7 @@ float32 and the result cast back, as PyTorch's CPU kernels do.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ember.backends.xp.lib import OVERLAP, ArrayLib, Kernel
@@ -125,7 +126,24 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def polygamma(x: Any, n: int) -> Any:
         with quiet():  # n as an array: cupyx's polygamma compares it elementwise
-            return finish(load().polygamma(xp.asarray(n), computed(x)), x, None)
+            y = load().polygamma(xp.asarray(n), computed(x))
+            if n == 1:
+                y = trigamma_poles(x, y)
+            return finish(y, x, None)
+
+    def trigamma_poles(x: Any, y: Any) -> Any:
+        """ATen's trigamma at the poles 0, -1, -2 ...: its reflection `pi**2 / sin(pi x)**2
+        - trigamma(1 - x)` in the input's precision, where `sin(pi x)` is not quite 0
+        (so a huge finite number, but at 0)."""
+        poles = (x <= 0) & (x == xp.floor(x)) & xp.isfinite(x)
+        if not poles.any():
+            return y
+        d = x.dtype if x.dtype in native else work_dtype
+        at = xp.where(poles, x, 0.5).astype(d)  # (0.5: no division by zero elsewhere)
+        pi = xp.asarray(math.pi, d)
+        s = xp.sin(pi * at)
+        reflected = (pi * pi) / (s * s) - load().polygamma(xp.asarray(1), 1 - at).astype(d)
+        return xp.where(poles, reflected, y)
 
     table: dict[str, Kernel] = {op: unary(name) for op, name in _UNARY.items()}
     table.update({op: incomplete_gamma(name) for op, name in _BINARY.items()})

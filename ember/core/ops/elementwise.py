@@ -39,7 +39,13 @@ from ember.core.dispatch import (
     same_dtype_results,
     user_stacklevel,
 )
-from ember.core.errors import ArgumentTypeError, warn_once, with_context
+from ember.core.errors import (
+    ArgumentTypeError,
+    invalid_combination,
+    type_name,
+    warn_once,
+    with_context,
+)
 from ember.core.grad_mode import new_version, no_grad, state
 from ember.core.graph import record, relabel
 from ember.core.host import dtype_arg, no_data, python_scalar
@@ -481,10 +487,11 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     if not input.dtype._differentiable:  # (PyTorch's overload with decimals: floats only)
         raise kernel_refuses("round_cpu", input.dtype)
     # as PyTorch: divide by a power of ten for negative decimals (10 ** -3 is inexact)
+    # (a power past the double range is inf, as C's pow makes it: the result is NaN)
+    places = -decimals if decimals < 0 else decimals
+    scale = 10.0 ** places if places <= 308 else math.inf
     if decimals < 0:
-        scale = 10.0 ** -decimals
         return relabel(_round(input / scale) * scale, "RoundBackward1", (input,))
-    scale = 10.0 ** decimals
     return relabel(_round(input * scale) / scale, "RoundBackward1", (input,))
 
 
@@ -1023,11 +1030,14 @@ gt = _declare_binary("gt", "compare", "Computes `input > other` element-wise.",
 ge = _declare_binary("ge", "compare", "Computes `input >= other` element-wise.",
                      operators="__ge__", variants=_COMPARE, aliases="greater_equal")
 logical_and = _declare_binary("logical_and", "logical", "The element-wise logical AND "
-                              "(nonzero is True).", variants=_LOGICAL)
+                              "(nonzero is True).", variants=_LOGICAL,
+                              tensors=True)
 logical_or = _declare_binary("logical_or", "logical", "The element-wise logical OR "
-                             "(nonzero is True).", variants=_LOGICAL)
+                             "(nonzero is True).", variants=_LOGICAL,
+                             tensors=True)
 logical_xor = _declare_binary("logical_xor", "logical", "The element-wise logical XOR "
-                              "(nonzero is True).", variants=_LOGICAL)
+                              "(nonzero is True).", variants=_LOGICAL,
+                              tensors=True)
 bitwise_and = _declare_binary("bitwise_and", "bitwise", "The bitwise AND of integer or bool "
                               "tensors.", operators="__and__ __rand__ __iand__",
                               variants=_LOGICAL)
@@ -1043,6 +1053,16 @@ greater, greater_equal = alias(gt, "greater"), alias(ge, "greater_equal")
 @composite(complex=True, variants="function")
 def result_type(tensor1: Any, tensor2: Any) -> dt.dtype:
     """The dtype an arithmetic op on these operands (tensors or numbers) would produce."""
+    operands = (tensor1, tensor2)
+    if not all(isinstance(v, Tensor) or _is_number(python_scalar(v)) for v in operands):
+        got = ", ".join(type_name(v) for v in operands)
+        marks = ", ".join(f"!{type_name(v)}!" for v in operands)
+        why = f"      didn't match because some of the arguments have invalid types: ({marks})\n"
+        raise TypeError(
+            f"result_type() received an invalid combination of arguments - got ({got}), but "
+            "expected one of:\n * (Tensor tensor, Tensor other)\n" + why +
+            " * (Number scalar, Tensor tensor)\n" + why + " * (Tensor tensor, Number other)\n"
+            + why + " * (Number scalar1, Number scalar2)\n" + why)
     return dt.result_type(operand_tier(tensor1), operand_tier(tensor2))
 
 
@@ -1060,9 +1080,9 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
         raise RuntimeError(f"{names.get(input.dtype.name, input.dtype.name)} did not match "
                            f"{names.get(other.dtype.name, other.dtype.name)}")
     if rtol < 0:
-        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
     if atol < 0:
-        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
     close = input == other
     if equal_nan and input.dtype._differentiable:  # (floating or complex: NaN exists)
         close = close.logical_or(input.isnan().logical_and(other.isnan()))
@@ -1161,6 +1181,10 @@ def _fit_numbers(to: dt.dtype, *values: Any) -> list[Any]:
 def _clamp_bounds(input: Tensor, min: Any, max: Any) -> list[Any]:  # noqa: A002
     """clamp's Python-number bounds, checked against its result's dtype."""
     min, max = python_scalar(min), python_scalar(max)  # noqa: A001
+    if not input.dtype.is_complex and any(isinstance(v, complex) and v.imag
+                                          for v in (min, max)):
+        # (PyTorch reads a number bound as a double first)
+        raise RuntimeError("value cannot be converted to type double without overflow")
     tiers = [operand_tier(input)] + [operand_tier(v) for v in (min, max) if v is not None]
     return _fit_numbers(dt.result_type(*tiers), min, max)
 
@@ -1174,12 +1198,43 @@ def _clamp_grad(grad, input, min, max):  # noqa: A002
     return grad.where(keep, 0.0)
 
 
+def _clamp_inplace_of(fn: Any, name: str) -> Any:
+    """`x.clamp_(min, max)` (clamp_min_, clamp_max_): with number bounds, PyTorch's
+    check names the destination's C++ type ("can't be cast to the desired output type
+    long int"), unlike other in-place ops."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        bounds = [python_scalar(v) for v in (*args, *kwargs.values())]
+        if not any(isinstance(v, Tensor) for v in bounds):
+            tiers = [operand_tier(self)] + [operand_tier(v) for v in bounds if v is not None]
+            d = dt.result_type(*tiers)
+            if d._category > self._dtype._category:
+                raise RuntimeError(f"result type {dt.SCALAR_TYPE_NAMES[d.name]} can't be cast "
+                                   f"to the desired output type {cpp_type_name(self._dtype)}")
+        return apply_inplace(self, lambda old: fn(old, *args, **kwargs), *args,
+                             *kwargs.values(), op=name)
+    method.__name__ = name
+    return method
+
+
 @primitive(rule=_clamp_rule, variants="function method inplace out", aliases="clip",
-           exact_out="found",
+           exact_out="found", inplace_method=_clamp_inplace_of(lambda *a, **k: clamp(*a, **k),
+                                                               "clamp_"),
            grad=Grad("ClampBackward1", input=_clamp_grad), cost=costs.pointwise(2))
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """Clamps every element into [min, max]; either bound may be None or a tensor."""
+    if isinstance(min, Tensor) != isinstance(max, Tensor) and min is not None \
+            and max is not None and all(v.ndim == 0 for v in (min, max)
+                                        if isinstance(v, Tensor)):
+        # a 0-d tensor with a number: PyTorch's parser reads it as a number (Number overload)
+        min, max = (v.item() if isinstance(v, Tensor) else v for v in (min, max))  # noqa: A001
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if not all(v is None or isinstance(v, Tensor) for v in (min, max)):
+            # (one overload takes tensor bounds, the other numbers: none takes both)
+            got = ", ".join("Tensor" if isinstance(v, Tensor) else type_name(v)
+                            for v in (input, min, max) if v is not None)
+            raise invalid_combination("clamp", got, (
+                "(Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)",
+                "(Tensor input, Number min = None, Number max = None, *, Tensor out = None)"))
         refuse_unsigned("clamp_cpu", input)
         return _clamp_tensors(input, min, max)
     min, max = _clamp_bounds(input, min, max)  # noqa: A001
@@ -1217,7 +1272,8 @@ def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:  # noqa: A002
 clip = clamp
 
 
-@composite(variants="function method inplace")
+@composite(variants="function method inplace",
+           inplace_method=_clamp_inplace_of(lambda *a, **k: clamp_min(*a, **k), "clamp_min_"))
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
     """Clamps every element to at least `min`."""
     if isinstance(min, Tensor):
@@ -1226,7 +1282,8 @@ def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
                           min=_clamp_bounds(input, min, None)[0], max=None)
 
 
-@composite(variants="function method inplace")
+@composite(variants="function method inplace",
+           inplace_method=_clamp_inplace_of(lambda *a, **k: clamp_max(*a, **k), "clamp_max_"))
 def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
     """Clamps every element to at most `max`."""
     if isinstance(max, Tensor):
@@ -1350,8 +1407,9 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
                    input, tensor1, tensor2, python_scalar(value))
 
 
-@composite(complex=True, variants="function method inplace", precision=P.PROMOTE,
-           inplace_method=_addcdiv_inplace, cost=costs.pointwise(3), fused=("opmath_addcdiv",))
+@composite(complex=True, node_label="AddcdivBackward0", variants="function method inplace",
+           precision=P.PROMOTE, inplace_method=_addcdiv_inplace, cost=costs.pointwise(3),
+           fused=("opmath_addcdiv",))
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 / tensor2`."""
     _no_integer_addcdiv(tensor1, tensor2)
@@ -1386,21 +1444,60 @@ def square(input: Tensor) -> Tensor:
     return mul(input, input)
 
 
-@composite(variants="function method out", cost=costs.pointwise(6), grad=Grad(
-    input=lambda grad, input, result: grad * (input - result).exp(),
-    other=lambda grad, other, result: grad * (other - result).exp()))
+def _opmath_operands(input: Any, other: Any, common: dt.dtype) -> tuple[Any, Any]:
+    """The operands of a half-precision (float16, bfloat16) op as float32 tensors, the
+    way ATen computes them; others as they are."""
+    if common not in (dt.float16, dt.bfloat16):
+        return input, other
+    return tuple(to_dtype(x, dt.float32) if isinstance(x, Tensor) else x
+                 for x in (input, other))
+
+
+def _logaddexp_grad(grad: Tensor, mine: Tensor, theirs: Tensor, result: Tensor) -> Tensor:
+    if mine.dtype.is_complex or theirs.dtype.is_complex:  # derivatives.yaml's, conjugated
+        return grad / conj((theirs - mine).exp() + 1.0)
+    return grad * (mine - result).exp()
+
+
+def _complex_logaddexp(a: Tensor, b: Tensor) -> Tensor:
+    """ATen's complex logaddexp: `log1p(exp(min - max)) + max`, the operands ordered by
+    their real parts; NaN (either part) where either has one; an operand itself where
+    both real parts are -inf, `log(exp(x) + exp(y))` where both are +inf."""
+    a_nan = a.real.isnan().logical_or(a.imag.isnan())
+    b_nan = b.real.isnan().logical_or(b.imag.isnan())
+    a_first = (a.real < b.real).logical_and(b_nan.logical_not())
+    lo, hi = where(a_first, a, b), where(a_first, b, a)
+    out = log1p((lo - hi).exp()) + hi
+    same_inf = lo.real.isinf().logical_and(lo.real == hi.real)
+    both_pos = log(lo.exp() + hi.exp())
+    out = where(same_inf, where(lo.real < 0, lo, both_pos), out)
+    return where(a_nan.logical_or(b_nan), complex(math.nan, math.nan), out)
+
+
+@composite(variants="function method out", cost=costs.pointwise(6), complex=True, grad=Grad(
+    input=lambda grad, input, other, result: _logaddexp_grad(grad, input, other, result),
+    other=lambda grad, input, other, result: _logaddexp_grad(grad, other, input, result)))
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """`log(exp(input) + exp(other))`, computed without overflow or underflow."""
     check_tensors("logaddexp", input, other)
     common = dt.result_type(operand_tier(input), operand_tier(other))
+    if common.is_complex:
+        with no_grad():
+            out = _complex_logaddexp(to_dtype(input, common), to_dtype(other, common))
+        record_grad(OPS["logaddexp"], (input, other), {}, out)
+        return out
     if not common.is_floating_point:
         raise not_implemented_for("logaddexp", input if isinstance(input, Tensor) else other,
                                   common)
     with no_grad():
-        larger = maximum_of(input, other)
-        out = larger + (-(input - other).abs()).exp().log1p()
+        # (half precision: computed in float32 and rounded once, as ATen's opmath does)
+        a, b = _opmath_operands(input, other, common)
+        larger = maximum_of(a, b)
+        out = larger + (-(a - b).abs()).exp().log1p()
         # equal infinities: their own value (inf - inf would make the formula NaN)
-        out = where(larger.isinf().logical_and(input == other), larger, out)
+        out = where(larger.isinf().logical_and(a == b), larger, out)
+        if out.dtype is not common:
+            out = to_dtype(out, common)
     record_grad(OPS["logaddexp"], (input, other), {}, out)
     return out
 

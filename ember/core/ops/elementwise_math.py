@@ -21,6 +21,7 @@ from ember.core.apply import apply, record_grad
 from ember.core.creation import tensor
 from ember.core.declare import alias, check_tensor, composite, define
 from ember.core.dispatch import kernel_refuses, not_implemented_for
+from ember.core.errors import invalid_combination, type_name
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
@@ -39,6 +40,7 @@ from ember.core.ops.elementwise import (
     check_tensors,
     clamp,
     conj,
+    erf,
     log,
     log1p,
     maximum_of,
@@ -105,8 +107,21 @@ def _first(a: Any, b: Any, op: str) -> Tensor:
     for x in (a, b):
         if isinstance(x, Tensor):
             return x
-    raise TypeError(f"{op}(): expected at least one tensor operand, got {type(a).__name__} "
-                    f"and {type(b).__name__}")
+    raise two_numbers(op, a, b)
+
+
+# PyTorch's names for the ops whose Python entry points are ember's (special.xlog1py)
+_PARSER_NAMES = {"xlog1py": "special_xlog1py", "zeta": "special_zeta"}
+
+
+def two_numbers(op: str, a: Any, b: Any) -> TypeError:
+    """PyTorch's argument parser refusing a binary op of two numbers: its three overloads
+    (tensor and tensor, number and tensor, tensor and number)."""
+    other = "exponent" if op == "float_power" else "other"
+    return invalid_combination(_PARSER_NAMES.get(op, op), f"{type_name(a)}, {type_name(b)}", (
+        f"(Tensor input, Tensor {other}, *, Tensor out = None)",
+        f"(Number self, Tensor {other}, *, Tensor out = None)",
+        f"(Tensor input, Number {other}, *, Tensor out = None)"))
 
 
 # -- unary primitives -----------------------------------------------------------------------
@@ -243,9 +258,13 @@ def _polygamma_rule(input, *, n):
 
 def _polygamma(n: int, input: Tensor) -> Tensor:
     if isinstance(n, bool) or not isinstance(python_scalar(n), int):
-        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if isinstance(input, Tensor) and input.dtype.is_complex:  # (ATen's kernel for this n)
+        raise kernel_refuses({0: "digamma", 1: "trigamma"}.get(int(n), "polygamma"),
+                             input.dtype)
     return apply(OPS["polygamma"], input, n=int(n))
 
 
@@ -275,6 +294,8 @@ def _signbit_rule(input):
 
 
 def _signbit(input: Tensor) -> Tensor:
+    if input.dtype.is_complex:
+        raise not_implemented_for("signbit", input)
     if input.dtype is dt.bool_:
         return input != input  # never negative
     if not input.dtype.is_floating_point:
@@ -321,6 +342,8 @@ def _declare(name: str, kind: str, doc: str, *, grad: Grad | None = None, flops:
     def fn(input: Any, other: Any) -> Tensor:
         if tensors:
             check_tensors(name, input, other)
+        elif not (isinstance(input, Tensor) or isinstance(other, Tensor)):
+            raise two_numbers(name.removeprefix("special_"), input, other)
         return binary(name, input, other)
     return define(name, Kind.PRIMITIVE, fn, variants=variants, rule=_binary_rule_of(name, kind),
                   grad=grad, cost=costs.pointwise(flops), doc=doc, operators=operators,
@@ -362,7 +385,7 @@ bitwise_right_shift = _declare(
 special_zeta = _declare(
     "special_zeta", "to_float", "The Hurwitz zeta function: the sum over k >= 0 of "
     "(k + other) ** -input.", flops=64, variants="", grad=Grad(
-        input=_not_implemented("zeta: input"),
+        input=_not_implemented("zeta"),
         other=lambda grad, input, other: grad * -input * special_zeta(input + 1.0, other)))
 
 
@@ -390,10 +413,10 @@ def frac(input: Tensor) -> Tensor:
 
 
 @composite(variants="function method inplace out", cost=costs.pointwise(12),
-           node_label="SincBackward0")
+           node_label="SincBackward0", complex=True)
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc function `sin(pi x) / (pi x)` of each element (1 at 0)."""
-    x = _as_float(input)
+    x = input if input.dtype.is_complex else _as_float(input)
     if x._dtype in (dt.float16, dt.bfloat16):  # PyTorch's: in float32, rounded once
         return to_dtype(sinc(to_dtype(x, dt.float32)), x._dtype)
     zero = x == 0
@@ -485,7 +508,8 @@ def isreal(input: Tensor) -> Tensor:
     return input.new_ones(tuple(input.shape), dtype=dt.bool_)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(32))
+@composite(variants="function method inplace out", cost=costs.pointwise(32),
+           node_label="MvlgammaBackward0")
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma function of dimension `p`:
     `p (p - 1) / 4 * log(pi) + sum(lgamma(x - j / 2) for j in range(p))`."""
@@ -518,7 +542,7 @@ def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
     """Splits each element into a mantissa in (-1, -0.5] or [0.5, 1) and an int32
     exponent, `input = mantissa * 2**exponent` (0, inf and NaN have exponent 0)."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError("frexp() only supports floating-point dtypes")
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     with no_grad():
         wide = to_dtype(input, dt.float64)
         finite = wide.isfinite().logical_and(wide != 0)
@@ -669,32 +693,50 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
 
 
 def _float_power_inplace(self: Tensor, exponent: Any) -> Tensor:
-    if self.dtype is not dt.float64:
+    cplx = self.dtype.is_complex or (exponent.dtype.is_complex if isinstance(
+        exponent, Tensor) else isinstance(python_scalar(exponent), complex))
+    want = dt.complex128 if cplx else dt.float64
+    if self.dtype is not want:
         raise RuntimeError(f"the base given to float_power_ has dtype "
                            f"{dt.SCALAR_TYPE_NAMES[self.dtype.name]} but the operation's "
-                           "result requires dtype Double")
+                           f"result requires dtype {dt.SCALAR_TYPE_NAMES[want.name]}")
     return apply_inplace(self, lambda old: float_power(old, exponent), exponent,
                          op="float_power_")
 
 
 @composite(variants="function method inplace out", inplace_method=_float_power_inplace,
-           cost=costs.pointwise(8))
+           cost=costs.pointwise(8), complex=True, exact_out="float_power")
 def float_power(input: Any, exponent: Any) -> Tensor:
     """`input ** exponent` computed in double precision (the result is float64)."""
     like = _first(input, exponent, "float_power")
-    base = _tensor_like(input, like, dt.float64) if isinstance(input, Tensor) else \
-        float(python_scalar(input))
-    power = _tensor_like(exponent, like, dt.float64) if isinstance(exponent, Tensor) else \
-        float(python_scalar(exponent))
+    # double precision: complex128 where either operand is complex, else float64
+    cplx = any(x.dtype.is_complex if isinstance(x, Tensor) else
+               isinstance(python_scalar(x), complex) for x in (input, exponent))
+    d, number = (dt.complex128, complex) if cplx else (dt.float64, float)
+    base = _tensor_like(input, like, d) if isinstance(input, Tensor) else \
+        number(python_scalar(input))
+    power = _tensor_like(exponent, like, d) if isinstance(exponent, Tensor) else \
+        number(python_scalar(exponent))
     return pow(base, power)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(9))
+@composite(variants="function method inplace out", cost=costs.pointwise(9), complex=True,
+           grad=Grad(
+    # PyTorch's derivatives.yaml: `grad * 2 ** other`, an integer power for an integer
+    # `other` (so 2**-1 is 0 there), and `grad * result * log(2)`
+    input=lambda grad, other: grad * pow(2, other),
+    other=lambda grad, result: grad * result * _LN2))
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """`input * 2**other`."""
     check_tensors("ldexp", input, other)
-    d = _float_of(_common("ldexp", input, other))
-    return to_dtype(input, d) * pow(2.0, _tensor_like(other, input, d))
+    common = _common("ldexp", input, other)
+    d = common if common.is_complex else _float_of(common)
+    # (a real `other` raises 2 in the real dtype: exact powers of two, complex input or not)
+    power_dtype = d if other.dtype.is_complex else d.to_real()
+    with no_grad():
+        out = to_dtype(input, d) * pow(2.0, _tensor_like(other, input, power_dtype))
+    record_grad(OPS["ldexp"], (input, other), {}, out)
+    return out
 
 
 # -- ember.special's own ops -------------------------------------------------------------------
@@ -741,14 +783,15 @@ def special_spherical_bessel_j0(input: Tensor) -> Tensor:
 _SQRT1_2 = math.sqrt(0.5)
 
 
-@composite(variants="", cost=costs.pointwise(16))
+@composite(variants="", cost=costs.pointwise(16), node_label="MulBackward1")
 def special_ndtr(input: Tensor) -> Tensor:
     """The standard normal distribution function: the area under the Gaussian density
-    from -inf to x."""
-    return erfc(_as_float(input) * -_SQRT1_2) * 0.5
+    from -inf to x, as PyTorch computes it: `(1 + erf(x / sqrt(2))) * 0.5` (0 below
+    about -8.3 in float64, where erf rounds to -1)."""
+    return (erf(_as_float(input) * _SQRT1_2) + 1.0) * 0.5
 
 
-@composite(variants="", cost=costs.pointwise(32))
+@composite(variants="", cost=costs.pointwise(32), node_label="SpecialLogNdtrBackward0")
 def special_log_ndtr(input: Tensor) -> Tensor:
     """The log of `ndtr`, accurate far into the lower tail (through `erfcx`)."""
     x = _full_float("log_ndtr_cpu", _as_float(input))

@@ -86,6 +86,11 @@ def _search(op: str, seq: Tensor, values: Any, right: bool, out_int32: bool,
             raise RuntimeError(f"{op}(): boundary and sorter must have the same size, but got "
                                f"boundary tensor {fmt_shape(seq.shape)}and got sorter tensor "
                                f"{fmt_shape(sorter.shape)}")
+        if sorter.numel() and (bool((sorter < 0).any()) or
+                               bool((sorter >= seq.shape[-1]).any())):
+            raise RuntimeError("torch.searchsorted(): sorter index out of range")
+    if seq.dtype is dt.bool_ and values.dtype is dt.bool_:  # (no bool kernel)
+        raise kernel_refuses("searchsorted_out_cpu", dt.bool_)
     for name, t in (("boundary", seq), ("input value", values), ("sorter", sorter)):
         if t is not None and not t.is_contiguous():  # (bucketize's words are these too)
             warn_once(f"torch.searchsorted(): {name} tensor is non-contiguous, this will lower "
@@ -127,7 +132,7 @@ fused_kernel("searchsorted", replaces="searchsorted", outputs=("int64",),
                  "order).")
 
 
-@composite(variants="function", cost=costs.reduction(8), fused=("searchsorted",))
+@composite(variants="function out", cost=costs.reduction(8), fused=("searchsorted",))
 def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False,
                  right: bool = False, side: str | None = None,
                  sorter: Tensor | None = None) -> Tensor:
@@ -153,7 +158,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     return _search("torch.searchsorted", sorted_sequence, input, right, out_int32, sorter)
 
 
-@composite(variants="function", cost=costs.reduction(8), fused=("searchsorted",))
+@composite(variants="function out", cost=costs.reduction(8), fused=("searchsorted",))
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False,
               right: bool = False) -> Tensor:
     """The index of the bucket of each value: `boundaries[i-1] < x <= boundaries[i]`

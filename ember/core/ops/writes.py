@@ -334,6 +334,22 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments: two "
                             "numbers need a size")
+        if not isinstance(size, (tuple, list)):  # (PyTorch's four overloads)
+            api = dt.API_NAME
+            raise TypeError(
+                f"normal() received an invalid combination of arguments - got "
+                f"({type(mean).__name__}, {type(std).__name__}, {type(size).__name__}), but "
+                f"expected one of:\n"
+                f" * (Tensor mean, Tensor std, *, {api}.Generator generator = None, Tensor out "
+                f"= None)\n"
+                f" * (Tensor mean, float std = 1, *, {api}.Generator generator = None, Tensor "
+                f"out = None)\n"
+                f" * (float mean, Tensor std, *, {api}.Generator generator = None, Tensor out "
+                f"= None)\n"
+                f" * (float mean, float std, tuple of ints size, *, {api}.Generator generator = "
+                f"None, Tensor out = None, {api}.dtype dtype = None, {api}.layout layout = "
+                f"None, {api}.device device = None, bool pin_memory = False, bool "
+                f"requires_grad = False)\n")
         out = empty(*size, dtype=dtype, device=device)
         out = normal_(out, mean, std, generator=generator)
         return out.requires_grad_(True) if requires_grad else out
