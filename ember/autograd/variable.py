@@ -6,8 +6,30 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ember.core import engine
 from ember.core.creation import empty
 from ember.core.tensor import Tensor
+
+
+class _ExecutionEngine:
+    """`Variable._execution_engine`, PyTorch's C++ autograd engine as Python code reaches
+    it (DistributedDataParallel-style code queues callbacks that run once backward ends)."""
+
+    @staticmethod
+    def queue_callback(callback: Any) -> None:
+        engine.queue_callback(callback)
+
+    @staticmethod
+    def run_backward(tensors: Any, grad_tensors: Any, keep_graph: bool, create_graph: bool,
+                     inputs: Any = (), allow_unreachable: bool = True,
+                     accumulate_grad: bool = True) -> Any:
+        """The engine call behind `backward` (accumulate_grad) and `autograd.grad`."""
+        if accumulate_grad:
+            engine.backward(tuple(tensors), tuple(grad_tensors), keep_graph, create_graph,
+                            inputs=tuple(inputs) or None)
+            return ()
+        return engine.grad(tuple(tensors), tuple(inputs), tuple(grad_tensors), keep_graph,
+                           create_graph, allow_unused=allow_unreachable)
 
 
 class _VariableMeta(type):
@@ -23,6 +45,8 @@ class Variable(metaclass=_VariableMeta):
     `isinstance(t, Variable)` holds for every tensor.
     """
 
+    _execution_engine = _ExecutionEngine()
+
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = False,
                 volatile: bool = False) -> Tensor:  # type: ignore[misc]
         if volatile:
@@ -33,4 +57,7 @@ class Variable(metaclass=_VariableMeta):
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got "
                             f"{type(data).__name__}")
+        if requires_grad and not (data.dtype.is_floating_point or data.dtype.is_complex):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
         return data.detach().requires_grad_(bool(requires_grad))

@@ -159,9 +159,19 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
                 return torch_function.dispatch_op(op, name, args, kwargs, hooked)
             if isinstance(err, ArgumentTypeError):
                 raise err.as_called(op.name, name, args, kwargs, not method) from None
+            reordered = _deprecated_overload(name, args, kwargs, method)
+            if reordered is not None:  # `x.add_(2, y)`: PyTorch's old (scale, tensor) form
+                return entered(*reordered[0], **{**kwargs, **reordered[1]})
             missing = _missing_arguments(name, op.fn, err, args, kwargs)
             if missing is not None:
                 raise missing from None
+            if method:  # PyTorch's parser counts a method's arguments without `self`
+                extra = _PYTHON_TOO_MANY.match(str(err)) if type(err) is TypeError else None
+                if extra is not None and extra.group(1) == name:
+                    took, given = int(extra.group(2)) - 1, int(extra.group(3)) - 1
+                    raise TypeError(f"{name}() takes {took} positional argument"
+                                    f"{'' if took == 1 else 's'} but {given} were given"
+                                    ) from None
             # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
             wrong = _input_not_a_tensor(name, args, kwargs) \
                 if takes_input and isinstance(err, AttributeError) else None
@@ -179,12 +189,54 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
     return entered
 
 
+# PyTorch's deprecated overloads that take the scale before the tensors: `x.add(2, y)`,
+# `torch.addcmul(x, 0.5, a, b)`; name -> (the scale's name, how many tensors follow it)
+_SCALE_FIRST = {"add": ("alpha", 1), "sub": ("alpha", 1), "add_": ("alpha", 1),
+                "sub_": ("alpha", 1), "addcmul": ("value", 2), "addcmul_": ("value", 2),
+                "addcdiv": ("value", 2), "addcdiv_": ("value", 2)}
+_SCALE_FIRST_NAMES = {1: ("other",), 2: ("tensor1", "tensor2")}
+_deprecated_overload_warned = False  # PyTorch's parser warns once a process, for all
+
+
+def _deprecated_overload(name: str, args: tuple, kwargs: dict, method: bool
+                         ) -> tuple | None:
+    """A call of one of PyTorch's deprecated scale-first overloads (see `_SCALE_FIRST`)
+    as the current one's (args, kwargs), after PyTorch's deprecation warning (given once
+    a process); None for any other call."""
+    global _deprecated_overload_warned
+    form = _SCALE_FIRST.get(name)
+    if form is None:
+        return None
+    scale_name, n = form
+    head, rest = args[:1], args[1:]
+    named = _SCALE_FIRST_NAMES[n][len(rest) - 1:] if rest else ()
+    if not rest or len(rest) > n + 1 or not isinstance(rest[0], numbers.Number) or \
+            isinstance(rest[0], bool) or scale_name in kwargs or \
+            not all(isinstance(t, Tensor) for t in rest[1:]) or \
+            not all(isinstance(kwargs.get(k), Tensor) for k in named):
+        return None
+    if not _deprecated_overload_warned:
+        _deprecated_overload_warned = True
+        tensors = ", ".join(f"Tensor {p}" for p in _SCALE_FIRST_NAMES[n])
+        if method:
+            old, new = f"Number {scale_name}, {tensors}", f"{tensors}, *, Number {scale_name} = 1"
+        else:
+            old = f"Tensor input, Number {scale_name}, {tensors}, *, Tensor out = None"
+            new = f"Tensor input, {tensors}, *, Number {scale_name} = 1, Tensor out = None"
+        warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({old})\nConsider "
+                      f"using one of the following signatures instead:\n\t{name}({new})",
+                      UserWarning, stacklevel=4)
+    return head + rest[1:], {scale_name: rest[0]}
+
+
 # ops that PyTorch writes in Python (torch/functional.py, torch/_tensor.py): Python's own
 # message stays theirs
 _PYTHON_LEVEL = frozenset(
     "atleast_1d atleast_2d atleast_3d block_diag broadcast_shapes broadcast_tensors "
     "cartesian_prod cdist chain_matmul einsum istft lu meshgrid norm pca_lowrank split stft "
     "svd_lowrank tensordot unique unique_consecutive unravel_index unflatten".split())
+_PYTHON_TOO_MANY = re.compile(r"(\w+)\(\) takes (\d+) positional arguments? but (\d+) were "
+                              r"given$")
 _PYTHON_MISSING = re.compile(r"\w+\(\) missing (\d+) required positional arguments?: (.*)$")
 
 

@@ -248,8 +248,13 @@ class Function:
         for i, o in enumerate(outs):
             if is_tensor(o) and id(o) not in ctx._non_differentiable \
                     and o.dtype._differentiable:
-                if any(o is a for a in args):  # returned an input: give it a fresh identity
-                    o = o.view_as(o)
+                if any(o is a for a in args):
+                    if any(o is d for d in ctx._dirty) and o._base is None:
+                        # an input modified in place: it is the output, its history now
+                        # this node (PyTorch's rebase_history)
+                        linked[id(o)] = i
+                    else:  # returned as it was: a view of it, a fresh identity
+                        o = o.view_as(o)
                 else:
                     linked[id(o)] = i
                 o._node, o._output_nr, o._requires_grad = node, i, True
