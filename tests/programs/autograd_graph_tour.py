@@ -190,6 +190,33 @@ err("prehook wrong count", lambda: y.sum().backward())
 y = x * 3
 y.grad_fn.register_hook(lambda gi, go: 5)
 err("post hook bad type", lambda: y.sum().backward())
+y = x * 3
+y.grad_fn.register_hook(lambda gi, go: [gi[0], None])
+err("post hook list", lambda: y.sum().backward())
+y = x * 3
+y.grad_fn.register_hook(lambda gi, go: (gi[0], torch.ones(2)))
+err("post hook fills None", lambda: y.sum().backward())
+y = x * 3
+y.grad_fn.register_hook(lambda gi, go: ("a", None))
+err("post hook str value", lambda: y.sum().backward())
+y = x * 3
+y.grad_fn.register_prehook(lambda go: (go[0].double(),))
+err("prehook dtype", lambda: y.sum().backward())
+
+
+class Scale:
+    def __call__(self, go):
+        return (go[0] * 2, go[0])
+
+
+y = x * 3
+y.grad_fn.register_prehook(Scale())
+err("callable object prehook", lambda: y.sum().backward())
+x.grad = None
+y = x * 3
+y.grad_fn.register_hook(lambda gi, go: (None, None))
+y.sum().backward()
+print("post hook dropping grads:", x.grad)
 
 # a hook on the AccumulateGrad node
 x = torch.tensor([4.0, 5.0], requires_grad=True)
@@ -199,6 +226,11 @@ seen = []
 accnode.register_hook(lambda gi, go: seen.append([g.tolist() if g is not None else None for g in go]))
 y.backward()
 print("AccumulateGrad hook saw:", seen, "x.grad:", x.grad)
+y = (x * x).sum()
+accnode.register_prehook(lambda go: print("  AccumulateGrad prehook:", go))
+accnode.register_hook(lambda gi, go: (torch.zeros(2),))
+err("AccumulateGrad post hook returning a value", lambda: y.backward())
+print("x.grad:", x.grad)
 
 # ---------------------------------------------------------------- tensor hooks
 print("== tensor hooks")
@@ -226,6 +258,21 @@ handle.remove()
 print("removed hook:", x.grad)
 
 err("hook on no-grad tensor", lambda: torch.ones(2).register_hook(lambda g: g))
+
+
+def reshaping_hook(g):
+    return g.reshape(1, -1)
+
+
+for label, hook in [("shape", reshaping_hook), ("dtype", lambda g: g.double()),
+                    ("half", lambda g: g.half()), ("int", lambda g: 1),
+                    ("list", lambda g: [g]), ("same", lambda g: g * 0)]:
+    for where in ("leaf", "non-leaf"):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 3
+        (x if where == "leaf" else y).register_hook(hook)
+        err(f"tensor hook {label} on {where}", lambda: y.sum().backward())
+        print("   grad:", x.grad)
 
 # post-accumulate-grad hooks
 x = torch.tensor([1.0, 2.0], requires_grad=True)
