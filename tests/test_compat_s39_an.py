@@ -403,3 +403,40 @@ def test_scale_first_overload_warning_text():
         "This overload of add_ is deprecated:\n\tadd_(Number alpha, Tensor other)\nConsider "
         "using one of the following signatures instead:\n\tadd_(Tensor other, *, Number "
         "alpha = 1)")
+
+
+# -- anomaly mode -------------------------------------------------------------------------
+
+
+def test_anomaly_mode_warns_with_the_forward_stack():
+    def run(lib):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            with lib.autograd.detect_anomaly():
+                x = lib.tensor([0.0, 1.0], requires_grad=True)
+                y = (x * 0).div(x).sum()
+                keys = list(y.grad_fn.metadata)
+                try:
+                    lib.autograd.grad(y, x)
+                except RuntimeError as e:
+                    error = str(e)
+        texts = [str(w.message).split(" (Triggered internally")[0] for w in rec]
+        # (the first line and the forward call's own frame: the stack above it is pytest's)
+        return keys, error, [(t.splitlines()[0], t.splitlines()[-1]) for t in texts[1:]]
+
+    ours, theirs = both(run)
+    assert ours == theirs
+    assert theirs[0][2][0][1].strip() == "y = (x * 0).div(x).sum()"
+
+
+def test_version_error_hint_under_anomaly_mode():
+    def run(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with lib.autograd.detect_anomaly():
+                x = lib.tensor([1.0, 2.0], requires_grad=True)
+                y = x.exp()
+                y.add_(1)
+                y.sum().backward()
+
+    errors_match(run)

@@ -300,12 +300,12 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
             if grads and (grads[0] is not None or any(g is not None for g in grads)):
                 if node.n_outputs != 1 or len(grads) != 1:
                     grads = _fill_missing(node, grads)
-                if hook is None:
+                if anomaly_mode._enabled:
+                    results = _apply_checked(node, grads, hook)
+                elif hook is None:
                     results = node.apply(grads)
                 else:
                     results = hook(node, functools.partial(node.apply, grads))
-                if anomaly_mode._enabled:
-                    anomaly_mode.check_gradients(node, results)
                 if create_graph:
                     if node.name() in ONCE_DIFFERENTIABLE:
                         results = _delayed_errors(node, results)
@@ -366,6 +366,19 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
     if capture is None:
         return None
     return [captured.get(_edge(t)) for t in capture]
+
+
+def _apply_checked(node: Node, grads: list, hook: Any) -> Sequence[Any]:
+    """`node`'s backward under anomaly mode: its gradients checked for NaN, and a failure
+    preceded by PyTorch's warning naming the forward call that recorded the node."""
+    try:
+        results = node.apply(grads) if hook is None else \
+            hook(node, functools.partial(node.apply, grads))
+        anomaly_mode.check_gradients(node, results)
+    except Exception:
+        anomaly_mode.warn_failed(node)
+        raise
+    return results
 
 
 class _Callbacks(threading.local):  # per thread, as each thread runs its own backward

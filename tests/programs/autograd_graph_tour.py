@@ -598,7 +598,30 @@ with warnings.catch_warnings(record=True) as rec:
         x = torch.tensor([0.0, 1.0], requires_grad=True)
         y = (x.sqrt() * 0).sum()
         err("nan in backward", lambda: torch.autograd.grad(x.sqrt().sum() * 0 + (x * 0).div(x).sum(), x))
-print("warnings:", [(w.category.__name__, str(w.message).splitlines()[0][:60]) for w in rec][:1])
+print("warnings:", [(w.category.__name__, str(w.message).splitlines()[0][:60]) for w in rec])
+with warnings.catch_warnings(record=True) as rec:
+    warnings.simplefilter("always")
+    with torch.autograd.detect_anomaly():
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x.exp()
+        print("metadata keys under anomaly mode:", list(y.grad_fn.metadata))
+        y.add_(1)
+        err("inplace error under anomaly mode", lambda: y.sum().backward())
+for w in rec:
+    # (without PyTorch's note of the C++ source that warned)
+    lines = str(w.message).split(" (Triggered internally")[0].splitlines()
+    print("warning:", w.category.__name__, lines[0])
+    if len(lines) > 1:  # the forward call's stack: its last frame's code
+        print("   forward call:", lines[-1].strip())
+with warnings.catch_warnings(record=True) as rec:
+    warnings.simplefilter("always")
+    with torch.autograd.detect_anomaly():
+        x = torch.tensor([-1.0, 4.0], requires_grad=True)
+        err("nan from sqrt", lambda: x.sqrt().sum().backward())
+        x = torch.tensor([1.0], requires_grad=True)
+        (x * 2).sum().backward()
+        print("clean backward:", x.grad)
+print("warnings:", [(w.category.__name__, str(w.message).splitlines()[0]) for w in rec])
 with torch.autograd.detect_anomaly(check_nan=False):
     print("check_nan False:", torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
     x = torch.tensor([0.0], requires_grad=True)
