@@ -440,3 +440,60 @@ def test_version_error_hint_under_anomaly_mode():
                 y.sum().backward()
 
     errors_match(run)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, m, v, b: lib.addmm(0.5, m, 2, m, m),
+    lambda lib, m, v, b: lib.addmm(0.5, m, m, m),
+    lambda lib, m, v, b: m.addmm(2, 3, m, m),
+    lambda lib, m, v, b: m.clone().addmm_(0, m, m),
+    lambda lib, m, v, b: lib.addmv(1, v, 2, m, v),
+    lambda lib, m, v, b: v.clone().addmv_(2, m, v),
+    lambda lib, m, v, b: m.addr(1, 2, v, v),
+    lambda lib, m, v, b: lib.baddbmm(1, b, 2, b, b),
+    lambda lib, m, v, b: lib.addbmm(0.5, m, b, b),
+    lambda lib, m, v, b: lib.addmm(True, m, m, m),
+    lambda lib, m, v, b: lib.addmm(1, m, 2, m, m, out=lib.empty(2, 2)),
+    lambda lib, m, v, b: v.add(True, v),
+])
+def test_blas_scale_first_overloads(call):
+    def run(lib):
+        m = lib.tensor([[1.0, 2.0], [3.0, 4.0]])
+        v, b = lib.tensor([1.0, -1.0]), m.unsqueeze(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return call(lib, m, v, b)
+
+    ours, theirs = both(run)
+    assert ours == theirs
+
+
+def test_blas_scale_first_warning_text():
+    from ember.core import declare
+
+    m = ember.ones(2, 2)
+    for call, text in [
+        (lambda: ember.addmm(1, m, 2, m, m),
+         "This overload of addmm is deprecated:\n\taddmm(Number beta, Tensor input, Number "
+         "alpha, Tensor mat1, Tensor mat2, *, Tensor out = None)\nConsider using one of the "
+         "following signatures instead:\n\taddmm(Tensor input, Tensor mat1, Tensor mat2, *, "
+         "Number beta = 1, Number alpha = 1, Tensor out = None)\n\taddmm(Tensor input, Tensor "
+         "mat1, Tensor mat2, torch.dtype out_dtype, *, Number beta = 1, Number alpha = 1, "
+         "Tensor out = None)"),
+        (lambda: ember.ones(2).addmv(1, m, ember.ones(2)),
+         "This overload of addmv is deprecated:\n\taddmv(Number beta, Tensor mat, Tensor vec)"
+         "\nConsider using one of the following signatures instead:\n\taddmv(Tensor mat, "
+         "Tensor vec, *, Number beta = 1, Number alpha = 1)")]:
+        declare._deprecated_overload_warned = False
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            call()
+        assert [str(w.message) for w in rec] == [text]
+
+
+def test_variable_arguments_checked_as_pytorchs():
+    errors_match(lambda lib: lib.autograd.Variable(lib.ones(1), foo=1))
+    errors_match(lambda lib: lib.autograd.Variable(lib.ones(1), True, False, 1))
+    x = ember.autograd.Variable(data=ember.ones(1), requires_grad=True)
+    assert x.requires_grad and x.is_leaf
+    assert type(ember.autograd.Variable).__name__ == type(torch.autograd.Variable).__name__

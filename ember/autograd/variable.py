@@ -32,12 +32,12 @@ class _ExecutionEngine:
                            create_graph, allow_unused=allow_unreachable)
 
 
-class _VariableMeta(type):
+class VariableMeta(type):  # (PyTorch's name: `type(Variable)` prints it)
     def __instancecheck__(cls, other: Any) -> bool:
         return isinstance(other, Tensor)
 
 
-class Variable(metaclass=_VariableMeta):
+class Variable(metaclass=VariableMeta):
     """Variable(data=None, requires_grad=False, volatile=False) -> Tensor
 
     Deprecated: returns `data` detached (sharing its storage) with `requires_grad` set;
@@ -47,8 +47,22 @@ class Variable(metaclass=_VariableMeta):
 
     _execution_engine = _ExecutionEngine()
 
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = False,
-                volatile: bool = False) -> Tensor:  # type: ignore[misc]
+    def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:  # type: ignore[misc]
+        # PyTorch's C++ parser: (data, requires_grad, volatile, _grad_fn), by position or
+        # by name
+        names = ("data", "requires_grad", "volatile", "_grad_fn")
+        for key in kwargs:
+            if key not in names:
+                raise TypeError(f"'{key}' is an invalid keyword argument for this function")
+        if len(args) > len(names):
+            raise TypeError(f"function takes at most {len(names)} arguments ({len(args)} "
+                            "given)")
+        given = {**dict(zip(names, args)), **kwargs}
+        data, requires_grad = given.get("data"), given.get("requires_grad", False)
+        volatile, grad_fn = given.get("volatile", False), given.get("_grad_fn")
+        if grad_fn is not None:
+            raise TypeError(f"_grad_fn has to be a Function object or None, but got "
+                            f"{type(grad_fn).__name__}")
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with "
                           "torch.no_grad():` instead.", UserWarning, stacklevel=2)
