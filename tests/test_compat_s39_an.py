@@ -497,3 +497,42 @@ def test_variable_arguments_checked_as_pytorchs():
     x = ember.autograd.Variable(data=ember.ones(1), requires_grad=True)
     assert x.requires_grad and x.is_leaf
     assert type(ember.autograd.Variable).__name__ == type(torch.autograd.Variable).__name__
+
+
+# -- calling a node -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib, x: ((x * x).grad_fn, (lib.ones(2),)),
+    lambda lib, x: ((x + 1).grad_fn, (lib.ones(2),)),
+    lambda lib, x: (x.sum().grad_fn, (lib.tensor(1.0),)),
+    lambda lib, x: (x.exp().grad_fn, (lib.ones(2),)),
+    lambda lib, x: (x.sigmoid().grad_fn, (lib.ones(2),)),
+    lambda lib, x: (lib.cat([x, x * 2]).grad_fn, (lib.arange(4.0),)),
+])
+def test_calling_a_node_runs_its_backward(make):
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        node, grads = make(lib, x)
+        out = node(*grads)
+        outs = out if isinstance(out, tuple) else (out,)
+        return [None if g is None else (g.tolist(), type(g.grad_fn).__name__) for g in outs]
+
+    ours, theirs = both(run)
+    assert ours == theirs
+
+
+def test_custom_function_node_is_not_callable():
+    def run(lib):
+        class Sq(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * a
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        return Sq.apply(lib.ones(1, requires_grad=True)).grad_fn(lib.ones(1))
+
+    errors_match(run)

@@ -368,6 +368,25 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
     return [captured.get(_edge(t)) for t in capture]
 
 
+def call_node(node: Node, *grads: Any) -> Any:
+    """`grad_fn(grad)`: run a node's backward on the gradients of its outputs, as PyTorch
+    calls its C++ nodes from Python: under the current grad mode (which records the
+    gradients' own graph where it is on), returning the gradient of its one input, or a
+    tuple of them (None for an input that needs none)."""
+    grads = list(grads)
+    if grads and (node.n_outputs != 1 or len(grads) != 1):
+        grads = _fill_missing(node, grads)
+    results = tuple(node.apply(grads))
+    if state.enabled and node.name() in DOUBLE_BACKWARD_NAMES:
+        _name_double_backward(node, results, grads)
+    results = tuple(None if edge is None or i >= len(results) else results[i]
+                    for i, edge in enumerate(node.next_edges))
+    return results[0] if len(results) == 1 else results
+
+
+Node.__call__ = call_node  # (the graph module builds nodes; running them is the engine's)
+
+
 def _apply_checked(node: Node, grads: list, hook: Any) -> Sequence[Any]:
     """`node`'s backward under anomaly mode: its gradients checked for NaN, and a failure
     preceded by PyTorch's warning naming the forward call that recorded the node."""

@@ -89,6 +89,9 @@ class _CustomNode(Node):
     def name(self) -> str:
         return f"{self.fn_cls.__name__}Backward"
 
+    def __call__(self, *grads: Any) -> Any:  # (PyTorch's Python nodes are not callable)
+        raise TypeError(f"'{type(self).__name__}' object is not callable")
+
     def apply(self, grads):
         if self._freed:
             raise RuntimeError(FREED_MESSAGE)

@@ -133,6 +133,20 @@ print("AccumulateGrad variable is x:", acc_x.variable is x)
 print("AccumulateGrad next_functions:", acc_x.next_functions)
 print("same AccumulateGrad node:", z.grad_fn.next_functions[0][0] is z.grad_fn.next_functions[1][0])
 
+# calling a node runs its backward (grad mode on: the result records a graph)
+xc = torch.tensor([1.0, 2.0], requires_grad=True)
+print("call x*x node:", (xc * xc).grad_fn(torch.ones(2)))
+print("call x+1 node:", (xc + 1).grad_fn(torch.ones(2)))
+print("call SumBackward0:", xc.sum().grad_fn(torch.tensor(1.0)))
+print("call MeanBackward0:", xc.mean().grad_fn(torch.tensor(1.0)))
+print("call ExpBackward0:", xc.exp().grad_fn(torch.ones(2)))
+print("call SigmoidBackward0:", xc.sigmoid().grad_fn(torch.ones(2)))
+print("call CatBackward0:", torch.cat([xc, xc * 2]).grad_fn(torch.arange(4.0)))
+print("call ViewBackward0:", xc.view(2, 1).grad_fn(torch.ones(2, 1)))
+node = (xc * xc.exp()).grad_fn
+with torch.no_grad():
+    print("call under no_grad:", node(torch.ones(2)))
+
 # metadata
 m = (x * 3).sum()
 m.grad_fn.metadata["tag"] = "loss"
@@ -822,6 +836,9 @@ class NoBackward(Function):
 
 err("no backward", lambda: NoBackward.apply(torch.ones(2, requires_grad=True)).sum().backward())
 err("Function() call", lambda: MulAdd()(torch.ones(1), torch.ones(1), 1.0))
+err("calling a custom Function's node",
+    lambda: MulAdd.apply(torch.ones(1, requires_grad=True), torch.ones(1), 1.0).grad_fn(
+        torch.ones(1)))
 
 
 class ViewFn(Function):
