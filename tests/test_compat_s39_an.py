@@ -536,3 +536,28 @@ def test_custom_function_node_is_not_callable():
         return Sq.apply(lib.ones(1, requires_grad=True)).grad_fn(lib.ones(1))
 
     errors_match(run)
+
+
+def test_unpack_hook_must_return_a_tensor():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: 5):
+            y = (x * x).sum()
+        y.backward()
+
+    errors_match(run)
+
+
+def test_nllloss2d_warning_and_missing_cuda_default_type():
+    for lib in (ember, torch):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            lib.nn.NLLLoss2d()
+        assert rec[0].category is FutureWarning
+        assert str(rec[0].message).startswith("`NLLLoss2d` has been deprecated.")
+    if ember.cuda.is_available() or torch.cuda.is_available():
+        pytest.skip("CUDA present: the type is available")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        errors_match(lambda lib: lib.set_default_tensor_type("torch.cuda.FloatTensor"))
+        assert ember.ones(1).device.type == "cpu"

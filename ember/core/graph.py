@@ -122,6 +122,9 @@ class SavedTensor:
     def unpack(self, node: Node) -> Any:
         if self.unpack_hook is not None:
             t = self.unpack_hook(self.packed)
+            if not is_tensor(t):
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                                f"got result of type {type(t).__name__}")
             if self.output_nr is not None and state.enabled:
                 return _linked(t, node, self.output_nr)
             if self.edge is None or not state.enabled:  # (no graph is being made)

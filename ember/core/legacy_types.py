@@ -216,6 +216,12 @@ def set_default_tensor_type(t: type | str) -> None:
                         "default type")
     if not t.dtype.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
+    if t.device_type != "cpu":  # refused, changing nothing, where that device is missing
+        try:
+            empty(0, dtype=t.dtype, device=t.device_type)
+        except AssertionError as err:  # `Torch not compiled with CUDA enabled`
+            raise TypeError(f"type {dt.API_NAME}.{t._prefix()}{t.__name__} not available. "
+                            f"{err}.") from None
     dt.set_default_dtype(t.dtype)
     if t.device_type != "cpu":
         set_default_device(t.device_type)

@@ -562,6 +562,37 @@ with torch.autograd.graph.save_on_cpu():
 y.backward()
 print("save_on_cpu grad:", x.grad)
 
+with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: 5):
+    y = (x * x).sum()
+err("unpack hook returning an int", lambda: y.backward())
+with torch.autograd.graph.allow_mutation_on_saved_tensors():
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = a.clone()
+    out = (b * b).sum()
+    b.mul_(10)
+    out.backward()
+    print("allow_mutation_on_saved_tensors grad:", a.grad, "b:", b)
+t = torch.ones(2)
+torch.autograd.graph.increment_version(t)
+print("increment_version:", t._version)
+
+# the order hooks run in
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = x * 2
+order = []
+y.register_hook(lambda g: order.append("y hook 1"))
+y.grad_fn.register_prehook(lambda g: order.append("node prehook"))
+y.register_hook(lambda g: order.append("y hook 2"))
+y.retain_grad()
+y.register_hook(lambda g: order.append(("y hook after retain_grad sees .grad", y.grad)))
+y.grad_fn.register_hook(lambda gi, go: order.append("node post hook"))
+x.register_hook(lambda g: order.append("x hook"))
+x.register_post_accumulate_grad_hook(lambda p: order.append("x post accumulate"))
+y.sum().backward()
+for entry in order:
+    print("  ", entry)
+print("y.grad after:", y.grad)
+
 with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
     err("hooks disabled", lambda: torch.autograd.graph.saved_tensors_hooks(
         lambda t: t, lambda t: t).__enter__())

@@ -435,6 +435,19 @@ caught("F.softmax no dim", lambda: F.softmax(torch.tensor([[1.0, 2.0]])))
 caught("F.log_softmax no dim", lambda: F.log_softmax(torch.tensor([1.0, 2.0])))
 caught("F.softmin no dim", lambda: F.softmin(torch.tensor([1.0, 2.0])))
 caught("nn.Softmax() no dim", lambda: nn.Softmax()(torch.tensor([[1.0, 2.0]])))
+caught("nn.NLLLoss2d", lambda: nn.NLLLoss2d()(torch.zeros(1, 3, 2, 2).log_softmax(1),
+                                              torch.zeros(1, 2, 2, dtype=torch.long)))
+caught("F.grid_sample without align_corners",
+       lambda: F.grid_sample(torch.arange(4.0).view(1, 1, 2, 2), torch.zeros(1, 1, 1, 2)))
+caught("F.affine_grid without align_corners",
+       lambda: F.affine_grid(torch.eye(2, 3).unsqueeze(0), (1, 1, 2, 2))[0, 0])
+caught("torch.where uint8 condition",
+       lambda: torch.where(torch.ByteTensor([1, 0]), torch.ones(2), torch.zeros(2)))
+caught("masked_select uint8 mask",
+       lambda: torch.masked_select(torch.ones(2), torch.ByteTensor([1, 0])))
+caught("torch.ger", lambda: torch.ger(torch.ones(2), torch.arange(2.0)))
+caught("nn.UpsamplingBilinear2d",
+       lambda: nn.UpsamplingBilinear2d(scale_factor=2)(torch.arange(4.0).view(1, 1, 2, 2)))
 
 # losses with size_average / reduce
 print("== size_average / reduce")
