@@ -561,3 +561,27 @@ def test_nllloss2d_warning_and_missing_cuda_default_type():
         warnings.simplefilter("ignore")
         errors_match(lambda lib: lib.set_default_tensor_type("torch.cuda.FloatTensor"))
         assert ember.ones(1).device.type == "cpu"
+
+
+def test_custom_function_node_reads_its_ctx():
+    def run(lib):
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                ctx.k = k
+                ctx.save_for_backward(x)
+                return x * k
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.k, None
+
+        y = Scale.apply(lib.ones(2, requires_grad=True), 3.0)
+        node = y.grad_fn
+        seen = (node.k, node.needs_input_grad, type(node).__mro__[1].__name__,
+                len(node.saved_tensors))
+        y.sum().backward()
+        return seen, outcome(lambda: node.saved_tensors)[1], outcome(lambda: node.nope)[1:]
+
+    ours, theirs = both(run)
+    assert ours == theirs

@@ -705,8 +705,12 @@ y = torch.tensor([3.0, 4.0])
 out = MulAdd.apply(x, y, 0.5)
 print("out:", out)
 print("grad_fn name:", type(out.grad_fn).__name__, out.grad_fn.name())
+print("node reads ctx:", out.grad_fn.needs_input_grad, out.grad_fn.alpha,
+      type(out.grad_fn).__mro__[1].__name__, out.grad_fn._forward_cls.__name__)
 out.sum().backward()
 print("x.grad:", x.grad)
+err("saved_tensors after backward", lambda: out.grad_fn.saved_tensors)
+err("missing ctx attribute", lambda: out.grad_fn.beta)
 out2 = MulAdd.apply(torch.ones(2), torch.ones(2), 1.0)
 print("no grad inputs:", out2.requires_grad, out2.grad_fn)
 
