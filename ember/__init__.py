@@ -711,7 +711,7 @@ from ember.core.sparse_coo import (
     sparse_csr,
 )
 from ember.core.sparse_ops import hspmm, smm, spmm, sspaddmm
-from ember.core.storage import TypedStorage, UntypedStorage, layout, strided
+from ember.core.storage import TypedStorage, UntypedStorage, layout, storage_type, strided
 from ember.core.symbolic import (
     SymBool,
     SymFloat,
@@ -734,6 +734,18 @@ from ember.core.threads import (
 )
 from ember.core.typeinfo import finfo, iinfo
 from ember.serialization import load, save
+
+# the legacy storage classes: `torch.FloatStorage(3)` is a TypedStorage of float32
+FloatStorage = storage_type(float32)
+DoubleStorage = storage_type(float64)
+HalfStorage = storage_type(float16)
+BFloat16Storage = storage_type(bfloat16)
+LongStorage = storage_type(int64)
+IntStorage = storage_type(int32)
+ShortStorage = storage_type(int16)
+CharStorage = storage_type(int8)
+ByteStorage = storage_type(uint8)
+BoolStorage = storage_type(bool)
 
 half, double, long, short = float16, float64, int64, int16
 float = float32  # noqa: A001 - PyTorch's alias
@@ -1026,6 +1038,8 @@ __all__ = [
     # printing, threads, dtype limits
     "set_printoptions", "get_printoptions", "set_num_threads", "get_num_threads",
     "init_num_threads", "compiled_with_cxx11_abi", "TypedStorage", "UntypedStorage",
+    "FloatStorage", "DoubleStorage", "HalfStorage", "BFloat16Storage", "LongStorage",
+    "IntStorage", "ShortStorage", "CharStorage", "ByteStorage", "BoolStorage",
     "set_num_interop_threads", "get_num_interop_threads", "finfo", "iinfo",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",

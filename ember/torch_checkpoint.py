@@ -439,8 +439,33 @@ def _load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None,
         return storage
 
     data = archive.read(prefix + "data.pkl")
-    return _TorchUnpickler(io.BytesIO(data), reader.allowed(trusted), persistent,
-                           trusted).load()
+    return _public_storages(_TorchUnpickler(io.BytesIO(data), reader.allowed(trusted),
+                                            persistent, trusted).load(), reader)
+
+
+def _public_storages(obj: Any, reader: _TorchReader) -> Any:
+    """`obj` with each storage pickled as itself (`torch.save({"s": t.storage()})`) made
+    a TypedStorage over its memory (the tensors loaded from it share that memory), in the
+    containers a checkpoint holds."""
+    if isinstance(obj, _Storage):
+        from ember.core.creation import from_numpy
+        from ember.core.storage import TypedStorage
+
+        if obj.dtype is None:
+            raise UnsupportedError("it holds an UntypedStorage")
+        flat = obj.typed(obj.dtype, reader.big_endian)
+        return TypedStorage._of(place(from_numpy(flat), obj.location, reader.map_location))
+    if type(obj) in (list, tuple):
+        items = [_public_storages(v, reader) for v in obj]
+        if any(a is not b for a, b in zip(items, obj)):
+            return type(obj)(items)
+        return obj
+    if isinstance(obj, dict):
+        for k, v in list(obj.items()):
+            new = _public_storages(v, reader)
+            if new is not v:
+                obj[k] = new
+    return obj
 
 
 # -- the legacy layout ----------------------------------------------------------------
@@ -500,4 +525,4 @@ def load_legacy(fh: BinaryIO, map_location: Any, trusted: bool = False) -> Any:
             raise CheckpointError(f"storage {key!r} holds {numel} elements, the pickle says "
                                   f"{storage.buffer.nbytes // storage.dtype.itemsize}")
         read_into(fh, fh.tell(), storage.buffer, f"storage {key!r}")
-    return result
+    return _public_storages(result, reader)

@@ -35,6 +35,7 @@ from ember.core import dtype as dt
 from ember.core.device import device as Device
 from ember.core.host import host_array
 from ember.core.quantized import per_channel_affine, per_tensor_affine, qscheme
+from ember.core.storage import TypedStorage
 from ember.core.tensor import Size, Tensor, _ember_class, user_state
 from ember.script_object import ScriptObject
 
@@ -177,7 +178,11 @@ class TorchPickler(pickle._Pickler):
         self.table = table
 
     def persistent_id(self, obj: Any) -> Any:
-        return obj.storage.persistent_id() if type(obj) is _StorageRef else None
+        if type(obj) is _StorageRef:
+            return obj.storage.persistent_id()
+        if type(obj) is TypedStorage:  # a storage saved as itself: all of its memory
+            return self.table.view(obj._owner.detach().reshape(-1))[0].persistent_id()
+        return None
 
     def save(self, obj: Any, save_persistent_id: bool = True) -> None:
         if type(obj) is _Global:

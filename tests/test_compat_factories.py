@@ -180,6 +180,8 @@ def test_typename_is_storage_and_flush_denormal():
 
 
 def test_set_default_tensor_type_sets_the_default_dtype():
+    # (PyTorch warns once a process, TORCH_WARN_ONCE: set_warn_always makes it warn here)
+    ember.set_warn_always(True)
     try:
         with pytest.warns(UserWarning, match="set_default_tensor_type\\(\\) is deprecated"):
             ember.set_default_tensor_type(ember.DoubleTensor)
@@ -195,6 +197,7 @@ def test_set_default_tensor_type_sets_the_default_dtype():
                 ember.set_default_tensor_type("torch.FooTensor")
     finally:
         ember.set_default_dtype(ember.float32)
+        ember.set_warn_always(False)
 
 
 @pytest.mark.parametrize("kwargs", [

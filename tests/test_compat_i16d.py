@@ -133,7 +133,7 @@ def test_legacy_types_convert_and_reject_bad_arguments() -> None:
         with pytest.raises(TypeError) as got:
             ember.FloatTensor(*args)
         assert str(got.value) == str(expected.value)
-    with pytest.raises(TypeError) as expected:  # (PyTorch's words: its TensorOptions)
+    with pytest.raises(TypeError) as expected:  # (PyTorch's words: both TensorOptions)
         torch.FloatTensor(torch.zeros(2, dtype=torch.int64))
     with pytest.raises(TypeError) as got:
         ember.FloatTensor(ember.zeros(2, dtype=ember.int64))

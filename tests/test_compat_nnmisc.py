@@ -373,7 +373,7 @@ def test_margin_losses_match_torch():
         F.multi_margin_loss(ember.tensor(x), ember.tensor([1, 0, 5, 2]))
     with pytest.raises(RuntimeError, match="inconsistent target size"):
         F.multilabel_margin_loss(ember.tensor(x), ember.tensor(y[:2]))
-    with pytest.warns(UserWarning, match="NLLLoss2d has been deprecated"):
+    with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):  # (PyTorch's)
         nll2d = nn.NLLLoss2d()
     _both(lambda x: nll2d(x.reshape(1, 4, 5, 1).log_softmax(1), ember.tensor([[[1]] * 5])),
           lambda x: torch.nn.NLLLoss()(x.reshape(1, 4, 5, 1).log_softmax(1),

@@ -844,6 +844,20 @@ PROGRAMS_AL39 = [
 ]
 PROGRAMS_B += PROGRAMS_AL39
 
+# set AN39: autograd's graph API as debugging and research code walks it (grad_fn names and
+# next_functions, node and tensor hooks and their checks, retain_grad, autograd.grad's
+# options, backward(inputs=), grad modes and inference mode, saved-tensor and multi-grad
+# hooks, anomaly mode, custom Functions, gradcheck); the legacy API pre-1.0 programs still
+# use (legacy tensor types and constructors, Variable, .data, set_default_tensor_type,
+# storages, x.new, resize_, old checkpoints, deprecated aliases, loss and add overloads)
+PROGRAMS_AN39 = [
+    # every line: graph walks, hook results, gradients and error messages are PyTorch's
+    Program("autograd_graph_tour.py", same=r"^", long=True),
+    # every line: types, storages, warnings (their first lines) and messages are PyTorch's
+    Program("legacy_api_tour.py", same=r"^", long=True),
+]
+PROGRAMS_B += PROGRAMS_AN39
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from ember.core import graph as _graph
 from ember.core.engine import current_graph_task_id, queue_callback, will_engine_execute_node
 from ember.core.grad_mode import no_grad
-from ember.core.graph import GradientEdge, Node, edge_of
+from ember.core.graph import GradientEdge, Node, edge_of, shown_as
 from ember.core.tensor import Tensor
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
@@ -31,7 +31,7 @@ def get_gradient_edge(tensor: Tensor) -> GradientEdge:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that "
                            "does not require gradients")
     node, output_nr = edge_of(tensor)
-    return GradientEdge(node, output_nr)
+    return GradientEdge(shown_as(node), output_nr)
 
 
 def increment_version(tensor: Tensor | Iterable[Tensor]) -> None:

@@ -5,6 +5,8 @@ returns and raises, naming the node, at the first NaN."""
 from __future__ import annotations
 
 import functools
+import os
+import traceback
 import warnings
 
 _enabled = False
@@ -34,6 +36,29 @@ def check_gradients(node, results) -> None:
         if g is not None and g.dtype.is_floating_point and bool(g.isnan().any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
                                f"output.")
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def forward_stack() -> list[str]:
+    """The program's Python stack where a node is recorded, as PyTorch keeps it in
+    `grad_fn.metadata["traceback_"]` under anomaly mode: the caller's frames, formatted
+    (ember's own frames and the interpreter's runner left out, as PyTorch's ops are C++)."""
+    frames = [f for f in traceback.extract_stack()
+              if not f.filename.startswith(_PACKAGE) and not f.filename.startswith("<frozen")]
+    return traceback.format_list(frames)
+
+
+def warn_failed(node) -> None:
+    """PyTorch's warning when `node`'s backward fails under anomaly mode: the stack of
+    the forward call that recorded it."""
+    metadata = getattr(node, "_metadata", None)
+    stack = metadata.get("traceback_") if isinstance(metadata, dict) else None
+    if stack is None:
+        return
+    warnings.warn(f"Error detected in {node.name().rpartition('::')[2]}. Traceback of forward "
+                  f"call that caused the error:\n{''.join(stack)}", stacklevel=2)
 
 
 class _AnomalyMode:

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
+from ember.core import anomaly_mode, graph
 from ember.core import forward_ad as fw
-from ember.core import graph
 from ember.core.dispatch import run
 from ember.core.grad_mode import state
 from ember.core.graph import Node, SavedTensor, default_label, edge_of, node_name
@@ -189,6 +189,8 @@ class DeclaredNode(Node):
         self.label, self.plan, self.values, self.metas = label, plan, values, metas
         self.stored = stored  # whether `values` marks saved tensors (else plain values)
         self.wraps = wraps  # whether it kept a number as PyTorch's saved tensor
+        if anomaly_mode._enabled:  # (PyTorch keeps the forward's stack for its errors)
+            self._metadata = {"traceback_": anomaly_mode.forward_stack()}
 
     def name(self) -> str:
         return node_name(self.label)

@@ -159,9 +159,19 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
                 return torch_function.dispatch_op(op, name, args, kwargs, hooked)
             if isinstance(err, ArgumentTypeError):
                 raise err.as_called(op.name, name, args, kwargs, not method) from None
+            reordered = _deprecated_overload(name, args, kwargs, method)
+            if reordered is not None:  # `x.add_(2, y)`: PyTorch's old (scale, tensor) form
+                return entered(*reordered[0], **{**kwargs, **reordered[1]})
             missing = _missing_arguments(name, op.fn, err, args, kwargs)
             if missing is not None:
                 raise missing from None
+            if method:  # PyTorch's parser counts a method's arguments without `self`
+                extra = _PYTHON_TOO_MANY.match(str(err)) if type(err) is TypeError else None
+                if extra is not None and extra.group(1) == name:
+                    took, given = int(extra.group(2)) - 1, int(extra.group(3)) - 1
+                    raise TypeError(f"{name}() takes {took} positional argument"
+                                    f"{'' if took == 1 else 's'} but {given} were given"
+                                    ) from None
             # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
             wrong = _input_not_a_tensor(name, args, kwargs) \
                 if takes_input and isinstance(err, AttributeError) else None
@@ -179,12 +189,89 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
     return entered
 
 
+# PyTorch's deprecated overloads that take the scales before the tensors (its
+# deprecated.yaml): `x.add(2, y)`, `torch.addcmul(x, 0.5, a, b)`, and the BLAS family's
+# `torch.addmm(beta, M, alpha, m1, m2)`, `M.addmm_(beta, m1, m2)`; name -> (the scale's
+# name, the names of the tensors after it). The BLAS ones take `beta` (then optionally
+# `alpha`), and `beta` before `input` in the function form.
+_SCALE_FIRST = {"add": ("alpha", ("other",)), "sub": ("alpha", ("other",)),
+                "addcmul": ("value", ("tensor1", "tensor2")),
+                "addcdiv": ("value", ("tensor1", "tensor2")),
+                "addmm": ("beta", ("mat1", "mat2")), "addmv": ("beta", ("mat", "vec")),
+                "addr": ("beta", ("vec1", "vec2")), "baddbmm": ("beta", ("batch1", "batch2")),
+                "addbmm": ("beta", ("batch1", "batch2"))}
+_OUT_DTYPE_FORMS = frozenset({"addmm", "baddbmm"})  # (one more current signature to name)
+_deprecated_overload_warned = False  # PyTorch's parser warns once a process, for all
+
+
+def _deprecated_overload(name: str, args: tuple, kwargs: dict, method: bool
+                         ) -> tuple | None:
+    """A call of one of PyTorch's deprecated scale-first overloads (see `_SCALE_FIRST`)
+    as the current one's (args, kwargs), after PyTorch's deprecation warning (given once
+    a process); None for any other call."""
+    global _deprecated_overload_warned
+    form = _SCALE_FIRST.get(name[:-1] if name.endswith("_") else name)
+    if form is None:
+        return None
+    scale, names = form
+    n = len(names)
+
+    def number(v: Any) -> bool:
+        return isinstance(v, numbers.Number)  # (a bool too, as PyTorch's Scalar)
+
+    if scale == "beta":
+        # method: (self, beta, [alpha,] t...); function: (beta, input, [alpha,] t...)
+        if method:
+            head, rest = args[:1], args[1:]
+        else:
+            head, rest = args[1:2], args[:1] + args[2:]
+        scales = rest[:2] if len(rest) == n + 2 else rest[:1]
+        tensors = rest[len(scales):]
+        if len(head) != 1 or not isinstance(head[0], Tensor) or len(tensors) != n or \
+                not all(number(v) for v in scales) or "beta" in kwargs or "alpha" in kwargs \
+                or not all(isinstance(t, Tensor) for t in tensors):
+            return None
+        given = dict(zip(("beta", "alpha"), scales))
+        old_scales = ", ".join(f"Number {k}" for k in given)
+    else:
+        head, rest = args[:1], args[1:]
+        named = names[len(rest) - 1:] if rest else ()
+        if not rest or len(rest) > n + 1 or not number(rest[0]) or scale in kwargs or \
+                not all(isinstance(t, Tensor) for t in rest[1:]) or \
+                not all(isinstance(kwargs.get(k), Tensor) for k in named):
+            return None
+        given, tensors = {scale: rest[0]}, rest[1:]
+        old_scales = f"Number {scale}"
+    if not _deprecated_overload_warned:
+        _deprecated_overload_warned = True
+        listed = ", ".join(f"Tensor {p}" for p in names)
+        defaults = "Number beta = 1, Number alpha = 1" if scale == "beta" else \
+            f"Number {scale} = 1"
+        if method:
+            old, new = f"{old_scales}, {listed}", [f"{listed}, *, {defaults}"]
+        else:
+            where = ("Number beta, Tensor input" + old_scales[len("Number beta"):]
+                     if scale == "beta" else f"Tensor input, {old_scales}")
+            old = f"{where}, {listed}, *, Tensor out = None"
+            new = [f"Tensor input, {listed}, *, {defaults}, Tensor out = None"]
+            if name in _OUT_DTYPE_FORMS:
+                new.append(f"Tensor input, {listed}, torch.dtype out_dtype, *, {defaults}, "
+                           "Tensor out = None")
+        instead = "".join(f"\n\t{name}({signature})" for signature in new)
+        warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({old})\nConsider "
+                      f"using one of the following signatures instead:{instead}",
+                      UserWarning, stacklevel=4)
+    return head + tuple(tensors), given
+
+
 # ops that PyTorch writes in Python (torch/functional.py, torch/_tensor.py): Python's own
 # message stays theirs
 _PYTHON_LEVEL = frozenset(
     "atleast_1d atleast_2d atleast_3d block_diag broadcast_shapes broadcast_tensors "
     "cartesian_prod cdist chain_matmul einsum istft lu meshgrid norm pca_lowrank split stft "
     "svd_lowrank tensordot unique unique_consecutive unravel_index unflatten".split())
+_PYTHON_TOO_MANY = re.compile(r"(\w+)\(\) takes (\d+) positional arguments? but (\d+) were "
+                              r"given$")
 _PYTHON_MISSING = re.compile(r"\w+\(\) missing (\d+) required positional arguments?: (.*)$")
 
 

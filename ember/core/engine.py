@@ -18,7 +18,7 @@ from typing import Any
 
 from ember.core import anomaly_mode, interpose, tracing
 from ember.core import backend as backend_contract
-from ember.core.errors import with_context
+from ember.core.errors import type_name, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import (
     NODE_HOOKS,
@@ -294,16 +294,18 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                     else:
                         hook(node, functools.partial(_accumulate_first, node.variable, grads,
                                                      create_graph))
+                    if node.post_hooks:  # hook((), grad_outputs): it has no inputs
+                        _run_post_hooks(node, (), tuple(grads))
                 continue
             if grads and (grads[0] is not None or any(g is not None for g in grads)):
                 if node.n_outputs != 1 or len(grads) != 1:
                     grads = _fill_missing(node, grads)
-                if hook is None:
+                if anomaly_mode._enabled:
+                    results = _apply_checked(node, grads, hook)
+                elif hook is None:
                     results = node.apply(grads)
                 else:
                     results = hook(node, functools.partial(node.apply, grads))
-                if anomaly_mode._enabled:
-                    anomaly_mode.check_gradients(node, results)
                 if create_graph:
                     if node.name() in ONCE_DIFFERENTIABLE:
                         results = _delayed_errors(node, results)
@@ -314,10 +316,7 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
             if node.post_hooks:  # hook(grad_inputs, grad_outputs); a result replaces them
-                for post in node.post_hooks:
-                    new = post(tuple(results), tuple(grads))
-                    if new is not None:
-                        results = tuple(new) if isinstance(new, (tuple, list)) else (new,)
+                results = _run_post_hooks(node, tuple(results), tuple(grads))
             if not retain_graph:
                 node.release()
                 if tracing.tape is not None:  # ember.compile: this graph is spent
@@ -367,6 +366,38 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
     if capture is None:
         return None
     return [captured.get(_edge(t)) for t in capture]
+
+
+def call_node(node: Node, *grads: Any) -> Any:
+    """`grad_fn(grad)`: run a node's backward on the gradients of its outputs, as PyTorch
+    calls its C++ nodes from Python: under the current grad mode (which records the
+    gradients' own graph where it is on), returning the gradient of its one input, or a
+    tuple of them (None for an input that needs none)."""
+    grads = list(grads)
+    if grads and (node.n_outputs != 1 or len(grads) != 1):
+        grads = _fill_missing(node, grads)
+    results = tuple(node.apply(grads))
+    if state.enabled and node.name() in DOUBLE_BACKWARD_NAMES:
+        _name_double_backward(node, results, grads)
+    results = tuple(None if edge is None or i >= len(results) else results[i]
+                    for i, edge in enumerate(node.next_edges))
+    return results[0] if len(results) == 1 else results
+
+
+Node.__call__ = call_node  # (the graph module builds nodes; running them is the engine's)
+
+
+def _apply_checked(node: Node, grads: list, hook: Any) -> Sequence[Any]:
+    """`node`'s backward under anomaly mode: its gradients checked for NaN, and a failure
+    preceded by PyTorch's warning naming the forward call that recorded the node."""
+    try:
+        results = node.apply(grads) if hook is None else \
+            hook(node, functools.partial(node.apply, grads))
+        anomaly_mode.check_gradients(node, results)
+    except Exception:
+        anomaly_mode.warn_failed(node)
+        raise
+    return results
 
 
 class _Callbacks(threading.local):  # per thread, as each thread runs its own backward
@@ -468,6 +499,7 @@ def _run_pre_hooks(node: Node, grads: list, captured_only: bool = False) -> None
                 if nr < len(grads) and grads[nr] is not None:
                     new = hook(grads[nr])
                     if new is not None:
+                        check_hook_result(grads[nr], new, hook)
                         grads[nr] = new
     if node.retain:
         for nr, ref in node.retain.items():
@@ -479,10 +511,59 @@ def _run_pre_hooks(node: Node, grads: list, captured_only: bool = False) -> None
     for hook in own or ():
         new = hook(tuple(grads))
         if new is not None:
-            if len(new) != len(grads):
-                raise RuntimeError(f"hook returned an incorrect number of gradients (expected "
-                                   f"{len(grads)}, got {len(new)})")
+            _check_hook_results(grads, new, hook)
             grads[:] = list(new)
+
+
+def _run_post_hooks(node: Node, results: tuple, grads: tuple) -> tuple:
+    """`node`'s post-hooks, `hook(grad_inputs, grad_outputs)`, in the order registered: a
+    hook's tuple result (checked as PyTorch checks it) replaces the grad_inputs."""
+    for post in list(node.post_hooks):
+        new = post(results, grads)
+        if new is not None:
+            _check_hook_results(results, new, post)
+            results = new
+    return results
+
+
+def hook_name(hook: Any) -> str:
+    """How PyTorch's hook errors name a hook: its `__name__`, else `<unknown>`."""
+    name = getattr(hook, "__name__", None)
+    return name if isinstance(name, str) else "<unknown>"
+
+
+def _check_hook_results(prev: Sequence[Any], new: Any, hook: Any) -> None:
+    """PyTorch's checks of a node hook's result: a tuple of as many values as it was given,
+    each as `check_hook_result` checks it."""
+    if not isinstance(new, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type_name(new)}'")
+    if len(new) != len(prev):
+        raise RuntimeError(f"hook '{hook_name(hook)}' has returned an incorrect number of "
+                           f"values (got {len(new)}, but expected {len(prev)})")
+    for old, value in zip(prev, new):
+        check_hook_result(old, value, hook)
+
+
+def check_hook_result(old: Any, new: Any, hook: Any) -> None:
+    """PyTorch's checks of a gradient a hook returned in place of `old`: None, or a tensor
+    of `old`'s type (dtype and device kind) and size."""
+    if new is None:
+        return
+    if old is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    if not is_tensor(new):
+        raise TypeError(f"expected Variable, but hook returned '{type_name(new)}'")
+    if new.dtype != old.dtype or new.device.type != old.device.type:
+        if old.device.type == new.device.type or "cuda" not in (old.device.type,
+                                                                new.device.type):
+            raise RuntimeError(f"hook '{hook_name(hook)}' has changed the type of value (was "
+                               f"{old.type()} got {new.type()})")
+        kind = ("CUDA tensor got CPU tensor" if old.device.type == "cuda"
+                else "CPU tensor got CUDA tensor")
+        raise RuntimeError(f"hook '{hook_name(hook)}' has changed the type of value "
+                           f"(was {kind})")
+    if tuple(new.shape) != tuple(old.shape):
+        raise RuntimeError(f"hook '{hook_name(hook)}' has changed the size of value")
 
 
 # references to a gradient tensor inside _accumulate when nothing else holds it: the
@@ -497,6 +578,7 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
     for hook in t._hooks or ():
         new = hook(g)
         if new is not None:
+            check_hook_result(g, new, hook)
             g = new
     if g.is_sparse or (t._grad is not None and t._grad.is_sparse):
         from ember.core.sparse_grad import accumulate  # (only sparse gradients import it)
@@ -591,6 +673,11 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         retain_graph = create_graph
     if inputs is not None:
         inputs = [inputs] if is_tensor(inputs) else list(inputs)
+        if not inputs:  # PyTorch refuses before running anything
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        for t in inputs:  # (PyTorch's engine calls retain_grad() on each, which refuses)
+            if type(t) is not GradientEdge and not t.requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         run_backward(tensors, seeds, retain_graph, create_graph, capture=inputs,
                      accumulate=False, into_captured=True)
         return

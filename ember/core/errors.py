@@ -33,6 +33,24 @@ def invalid_combination(op: str, got: str, signatures: Iterable[str],
                      f"but expected one of:\n{listed}{notes}")
 
 
+_LEGACY_NEW_OVERLOADS = ("(torch.Storage storage)", "(Tensor other)",
+                         "(tuple of ints size, *, torch.device device = None)",
+                         "(object data, *, torch.device device = None)")
+
+
+def legacy_new_keywords(args: tuple, kwargs: dict) -> TypeError:
+    """PyTorch's refusal of a legacy constructor (`torch.Tensor(...)`,
+    `torch.FloatTensor(...)`, `x.new(...)`) given a keyword other than `device`."""
+    def name(a: object) -> str:  # (the parser's word for a tensor)
+        return "Tensor" if hasattr(a, "_requires_grad") else type_name(a)
+
+    keywords = [f"{k}={name(kwargs[k])}" for k in kwargs]
+    got = ", ".join([name(a) for a in args] + keywords)
+    first = ("(*, torch.device device = None)\n      didn't match because some of the keywords "
+             f"were incorrect: {', '.join(k for k in kwargs if k != 'device')}")
+    return invalid_combination("new", got, (first,) + _LEGACY_NEW_OVERLOADS)
+
+
 class ArgumentTypeError(TypeError):
     """PyTorch's argument parser refusing one argument's type: `sum(): argument 'keepdim'
     (position 3) must be bool, not int`. Raised with the position the method form counts

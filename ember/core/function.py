@@ -83,11 +83,31 @@ class FunctionCtx:
         self.materialize_grads = value
 
 
-class _CustomNode(Node):
+class BackwardCFunction(Node):
+    """The node of a custom Function (PyTorch's name for the class of its nodes). As in
+    PyTorch, where the node is the `ctx` the forward saw, the ctx's attributes read
+    through it: `grad_fn.needs_input_grad`, a value the forward kept (`grad_fn.alpha`)."""
+
     __slots__ = ("fn_cls", "ctx", "n_outputs", "out_meta", "in_meta")
+
+    def __getattr__(self, attr: str) -> Any:
+        try:
+            ctx = object.__getattribute__(self, "ctx")
+        except AttributeError:
+            ctx = None
+        if ctx is None or attr.startswith("__"):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+        try:
+            return getattr(ctx, attr)
+        except AttributeError:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                 f"'{attr}'") from None
 
     def name(self) -> str:
         return f"{self.fn_cls.__name__}Backward"
+
+    def __call__(self, *grads: Any) -> Any:  # (PyTorch's Python nodes are not callable)
+        raise TypeError(f"'{type(self).__name__}' object is not callable")
 
     def apply(self, grads):
         if self._freed:
@@ -160,9 +180,9 @@ class Function:
         # each Function has its own node class, `<Name>Backward`, as PyTorch's metaclass
         # makes it (programs print `type(y.grad_fn).__name__` and check `_backward_cls`)
         super().__init_subclass__(**kwargs)
-        cls._backward_cls = type(f"{cls.__name__}Backward", (_CustomNode,),
+        cls._backward_cls = type(f"{cls.__name__}Backward", (BackwardCFunction,),
                                  {"__slots__": (), "_forward_cls": cls,
-                                  "__module__": _CustomNode.__module__})
+                                  "__module__": BackwardCFunction.__module__})
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
@@ -248,8 +268,13 @@ class Function:
         for i, o in enumerate(outs):
             if is_tensor(o) and id(o) not in ctx._non_differentiable \
                     and o.dtype._differentiable:
-                if any(o is a for a in args):  # returned an input: give it a fresh identity
-                    o = o.view_as(o)
+                if any(o is a for a in args):
+                    if any(o is d for d in ctx._dirty) and o._base is None:
+                        # an input modified in place: it is the output, its history now
+                        # this node (PyTorch's rebase_history)
+                        linked[id(o)] = i
+                    else:  # returned as it was: a view of it, a fresh identity
+                        o = o.view_as(o)
                 else:
                     linked[id(o)] = i
                 o._node, o._output_nr, o._requires_grad = node, i, True

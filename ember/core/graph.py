@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from ember.core import dtype, tracing
+from ember.core import anomaly_mode, dtype, tracing
 from ember.core import forward_ad as fw
 from ember.core.grad_mode import InferenceVersion, state
 from ember.core.hooks import RemovableHandle
@@ -122,6 +122,9 @@ class SavedTensor:
     def unpack(self, node: Node) -> Any:
         if self.unpack_hook is not None:
             t = self.unpack_hook(self.packed)
+            if not is_tensor(t):
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                                f"got result of type {type(t).__name__}")
             if self.output_nr is not None and state.enabled:
                 return _linked(t, node, self.output_nr)
             if self.edge is None or not state.enabled:  # (no graph is being made)
@@ -142,12 +145,16 @@ class SavedTensor:
             where = "" if creator is None else \
                 f", which is output {self.output_nr or 0} of " \
                 f"{re.sub(r'Backward[0-9]*$', '', creator.name())},"
+            hint = ("the backtrace further above shows the operation that failed to compute "
+                    "its gradient. The variable in question was changed in there or anywhere "
+                    "later. Good luck!") if anomaly_mode._enabled else (
+                "enable anomaly detection to find the operation that failed to compute its "
+                f"gradient, with {dtype.API_NAME}.autograd.set_detect_anomaly(True, "
+                "check_nan=False).")
             err = RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by "
                 f"an inplace operation: [{t.type_name()} {list(t.shape)}]{where} is at version "
-                f"{t._vc[0]}; expected version {self.version} instead. Hint: enable anomaly "
-                f"detection to find the operation that failed to compute its gradient, with "
-                f"{dtype.API_NAME}.autograd.set_detect_anomaly(True, check_nan=False).")
+                f"{t._vc[0]}; expected version {self.version} instead. Hint: {hint}")
             err.add_note(f"needed by {node.name()}")
             raise err
         if self.output_nr is not None and state.enabled:  # a backward making a graph
@@ -253,6 +260,8 @@ class Node:
         self.retain: dict[int, Any] | None = None  # output_nr -> weakref: tensor keeping .grad
         self.post_hooks: list[Callable] | None = None  # hook(grad_inputs, grad_outputs)
         self.attrs = attrs
+        if anomaly_mode._enabled:  # (PyTorch keeps the forward's stack for its errors)
+            self._metadata = {"traceback_": anomaly_mode.forward_stack()}
 
     def name(self) -> str:
         return type(self).__name__

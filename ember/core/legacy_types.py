@@ -9,15 +9,22 @@ tensor, and `t.type(ember.LongTensor)` converts.
 
 from __future__ import annotations
 
+import importlib
 import numbers
-import warnings
 from typing import Any
 
 from ember.core import dtype as dt
 from ember.core.creation import empty, tensor
 from ember.core.device import device as Device
+from ember.core.errors import legacy_new_keywords, warn_once
 from ember.core.placement import set_default_device
-from ember.core.storage import cpp_type_name
+from ember.core.storage import (
+    TypedStorage,
+    UntypedStorage,
+    cpp_type_name,
+    scalar_type_name,
+    strided,
+)
 from ember.core.tensor import Size, Tensor
 
 
@@ -41,7 +48,14 @@ class _LegacyTensorType(type):
 class _LegacyTensor(metaclass=_LegacyTensorType):
     dtype: dt.dtype
 
-    def __new__(cls, *args: Any, device: Any = None) -> Tensor:  # type: ignore[misc]
+    is_sparse = False
+    layout = strided
+
+    def __new__(cls, *args: Any, device: Any = None, **kwargs: Any  # type: ignore[misc]
+                ) -> Tensor:
+        if kwargs:
+            raise legacy_new_keywords(args, {"device": device, **kwargs} if device is not None
+                                      else kwargs)
         kind = cls.device_type
         if device is not None and Device(device).type != kind:
             raise RuntimeError(f"legacy constructor expects device type: {kind} but device "
@@ -49,8 +63,7 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
         if len(args) == 1 and isinstance(args[0], Tensor):
             t = args[0]
             if not isinstance(t, cls):
-                raise TypeError(f"expected {_options(cls.dtype, kind)} (got "
-                                f"{_options(t.dtype, t.device.type)})")
+                raise _options_mismatch(cls.dtype, Device(kind), t)
             return t
         try:
             return _new(args, cls.dtype, kind if device is None else device)
@@ -65,13 +78,6 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
             raise refusal from None
 
 
-def _options(d: dt.dtype, device: str) -> str:
-    """PyTorch's print of a c10::TensorOptions, as its legacy constructors' errors show it."""
-    return (f"TensorOptions(dtype={cpp_type_name(d)}, device={device}, layout=Strided, "
-            "requires_grad=false (default), pinned_memory=false (default), "
-            "memory_format=(nullopt))")
-
-
 def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
     """The legacy constructors' forms: no argument (an empty tensor), sizes (ints or one
     Size: uninitialized), or one sequence of data."""
@@ -82,12 +88,17 @@ def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
     if len(args) == 1 and isinstance(args[0], numbers.Integral) and \
             not isinstance(args[0], bool):
         return empty(args[0], dtype=d, device=device)
-    if len(args) == 1 and not isinstance(args[0], (numbers.Number, str)):
-        return tensor(args[0], dtype=d, device=device)
+    if len(args) == 1 and isinstance(args[0], TypedStorage):
+        return _from_storage(args[0], d, device)
     if len(args) == 1 and isinstance(args[0], str):
-        raise TypeError("new(): invalid data type 'str'")
-    if len(args) == 1:
+        raise TypeError(f"new(): invalid data type '{type(args[0]).__name__}'")
+    if len(args) == 1 and (isinstance(args[0], dict) or
+                           not hasattr(type(args[0]), "__getitem__")) and \
+            not isinstance(args[0], TypedStorage | UntypedStorage) and \
+            not hasattr(args[0], "__array__"):  # PySequence_Check's test
         raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    if len(args) == 1:
+        return tensor(args[0], dtype=d, device=device)
     # sizes: ints (a bool counts), or one-element integer tensors (Tacotron 2's
     # `torch.LongTensor(len(batch), max_input_len)` with `max_input_len = lengths[0]`)
     for pos, a in enumerate(args, 1):
@@ -98,6 +109,19 @@ def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
     return empty(*(int(a) for a in args), dtype=d, device=device)
 
 
+def _from_storage(storage: TypedStorage, d: dt.dtype, device: Any) -> Tensor:
+    """`FloatTensor(storage)`: a 1-D tensor over all of a storage of that dtype (or the
+    bytes of an untyped one), sharing its memory."""
+    flat = storage._owner.detach().reshape(-1)
+    if isinstance(storage, UntypedStorage):
+        return flat.view(d)
+    if storage.dtype is not d:
+        raise RuntimeError(f"Expected a Storage of type {scalar_type_name(d)} or an "
+                           f"UntypedStorage, but got type {scalar_type_name(storage.dtype)} "
+                           "for argument 1 'storage'")
+    return flat
+
+
 def _size_like(a: Any) -> bool:
     """Whether PyTorch's legacy constructors take `a` as a size: an int, or a tensor of
     one integer element."""
@@ -106,16 +130,31 @@ def _size_like(a: Any) -> bool:
     return isinstance(a, numbers.Integral)
 
 
-def _tensor_new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
+def _options(d: dt.dtype, device: Device) -> str:
+    """PyTorch's print of a c10::TensorOptions, as its legacy constructors' errors show it."""
+    return (f"TensorOptions(dtype={cpp_type_name(d)}, device={device}, layout=Strided, "
+            "requires_grad=false (default), pinned_memory=false (default), "
+            "memory_format=(nullopt))")
+
+
+def _options_mismatch(d: dt.dtype, device: Device, t: Tensor) -> TypeError:
+    """PyTorch's refusal of a legacy constructor given a tensor of another dtype or
+    device: both TensorOptions, printed as C++ prints them."""
+    return TypeError(f"expected {_options(d, device)} (got {_options(t.dtype, t.device)})")
+
+
+def _tensor_new(self: Tensor, *args: Any, device: Any = None, **kwargs: Any) -> Tensor:
     """`x.new(...)`, the legacy constructor of `x`'s dtype and device (old programs'
     `weight.new(n, h).zero_()`): `new(*sizes)` uninitialized, `new(data)`, `new(tensor)`
     (sharing its memory, of the same dtype), `new()` empty."""
+    if kwargs:
+        raise legacy_new_keywords(args, {"device": device, **kwargs} if device is not None
+                                  else kwargs)
     target = self.device if device is None else Device(device)
     if len(args) == 1 and isinstance(args[0], Tensor):
         t = args[0]
         if t.dtype is not self.dtype or t.device != target:
-            raise TypeError(f"new(): expected a tensor of dtype {self.dtype} on {target}, "
-                            f"got {t.dtype} on {t.device}")
+            raise _options_mismatch(self.dtype, target, t)
         return t.detach()
     return _new(args, self.dtype, target)
 
@@ -128,7 +167,8 @@ def _legacy(name: str, d: dt.dtype, device_type: str = "cpu") -> type:
            f"(uninitialized), `{name}(data)`, or `{name}(tensor)`.")
     submodule = "" if device_type == "cpu" else f".{device_type}"
     return dt.printed_in_api(submodule)(_LegacyTensorType(
-        name, (_LegacyTensor,), {"dtype": d, "device_type": device_type, "__doc__": doc}))
+        name, (_LegacyTensor,), {"dtype": d, "device_type": device_type, "__doc__": doc,
+                                 "is_cuda": device_type == "cuda"}))
 
 
 FloatTensor = _legacy("FloatTensor", dt.float32)
@@ -153,20 +193,36 @@ def set_default_tensor_type(t: type | str) -> None:
     """Deprecated: make a floating legacy type's dtype (and, for `torch.cuda.*Tensor`, its
     device) the default: `set_default_tensor_type(torch.DoubleTensor)` or by its name
     (`'torch.DoubleTensor'`)."""
-    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please "
-                  "use torch.set_default_dtype() and torch.set_default_device() as "
-                  "alternatives.", UserWarning, stacklevel=2)
-    if isinstance(t, str):
-        module, _, name = t.rpartition(".")
-        types = CUDA_TYPES if module.endswith(".cuda") else globals()
-        found = types.get(name)
-        if not isinstance(found, _LegacyTensorType):
-            raise AttributeError(f"module '{module}' has no attribute '{name}'")
-        t = found
+    if isinstance(t, str):  # PyTorch's _import_dotted_name: import the first, then getattr
+        first, *rest = t.split(".")
+        if first in ("torch", dt.API_NAME, "ember"):
+            if rest[:1] == ["cuda"]:
+                obj, rest, where = CUDA_TYPES, rest[1:], f"{first}.cuda"
+            else:
+                obj, where = globals(), first
+            name = rest[0] if rest else ""
+            if len(rest) != 1 or not isinstance(obj.get(name), _LegacyTensorType):
+                raise AttributeError(f"module '{where}' has no attribute '{name}'")
+            t = obj[name]
+        else:
+            obj = importlib.import_module(first)
+            for part in rest:
+                obj = getattr(obj, part)
+            t = obj
+    # (PyTorch's TORCH_WARN_ONCE, before it checks the type)
+    warn_once("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+              "torch.set_default_dtype() and torch.set_default_device() as alternatives.")
     if not isinstance(t, _LegacyTensorType):
-        raise TypeError(f"invalid type object: {t!r}")
+        raise TypeError("invalid type object: only floating-point types are supported as the "
+                        "default type")
     if not t.dtype.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
+    if t.device_type != "cpu":  # refused, changing nothing, where that device is missing
+        try:
+            empty(0, dtype=t.dtype, device=t.device_type)
+        except AssertionError as err:  # `Torch not compiled with CUDA enabled`
+            raise TypeError(f"type {dt.API_NAME}.{t._prefix()}{t.__name__} not available. "
+                            f"{err}.") from None
     dt.set_default_dtype(t.dtype)
     if t.device_type != "cpu":
         set_default_device(t.device_type)

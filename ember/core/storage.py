@@ -34,11 +34,156 @@ class TypedStorage:
     """The elements of the memory a tensor shares with its views, as a typed 1-D array:
     `size()`, `dtype`, `device`, `data_ptr()`, `tolist()`, `nbytes()`, indexing."""
 
-    def __init__(self, owner: Any) -> None:
-        self._owner = owner  # the tensor owning the memory
+    _legacy_dtype: dt.dtype | None = None  # a legacy class's (FloatStorage ...)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> TypedStorage:
+        # `ember.FloatStorage(...)` makes a TypedStorage of float32, as PyTorch's does
+        legacy = cls._legacy_dtype
+        if legacy is not None:
+            kwargs["dtype"] = legacy
+            cls = TypedStorage
+        out = object.__new__(cls)
+        if legacy is not None:
+            out.__init__(*args, **kwargs)
+        return out
+
+    def __init__(self, *args: Any, dtype: Any = None, device: Any = None) -> None:
+        """`TypedStorage()` (empty), `TypedStorage(size)` (uninitialised) or
+        `TypedStorage(sequence)`, of `dtype` (the default dtype if not given)."""
+        from ember.core.creation import empty, tensor  # (creation imports the Tensor)
+
+        d = dtype if dtype is not None else dt.get_default_dtype()
+        if len(args) > 1:
+            raise RuntimeError(f"{type(self).__name__}(): Too many positional arguments")
+        if not args:
+            owner = empty(0, dtype=d, device=device)
+        elif isinstance(args[0], int) and not isinstance(args[0], bool):
+            owner = empty(args[0], dtype=d, device=device)
+        else:
+            owner = tensor(list(args[0]), dtype=d, device=device).reshape(-1)
+        self._owner = owner
+
+    @classmethod
+    def _of(cls, owner: Any) -> TypedStorage:
+        """The storage of the tensor `owner` (the one owning the memory)."""
+        out = object.__new__(cls)
+        out._owner = owner
+        return out
 
     def _flat(self) -> Any:
         return self._owner.detach().reshape(-1)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    def is_shared(self) -> bool:
+        return False
+
+    def is_pinned(self, device: Any = "cuda") -> bool:
+        return False
+
+    @property
+    def _untyped_storage(self) -> UntypedStorage:
+        return UntypedStorage._of(self._owner)
+
+    def untyped(self) -> UntypedStorage:
+        return UntypedStorage._of(self._owner)
+
+    def _check_index(self, i: Any) -> None:
+        if isinstance(i, int) and not -self.size() <= i < self.size():
+            raise IndexError(f"index {i} out of range for storage of size {self.size()}")
+
+    def __setitem__(self, i: Any, value: Any) -> None:
+        self._check_index(i)
+        self._owner.detach().view(-1)[i] = value
+
+    def fill_(self, value: Any) -> TypedStorage:
+        self._owner.detach().fill_(value)
+        return self
+
+    def copy_(self, source: Any, non_blocking: bool | None = None) -> TypedStorage:
+        src = source._flat() if isinstance(source, TypedStorage) else source
+        self._owner.detach().view(-1).copy_(src.reshape(-1))
+        return self
+
+    def clone(self) -> TypedStorage:
+        return type(self)._of(self._flat().clone())
+
+    def _to(self, d: dt.dtype) -> TypedStorage:
+        if d is self.dtype:
+            return self
+        return TypedStorage._of(self._flat().to(d))
+
+    def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
+        if dtype is None:
+            return f"{dt.API_NAME}.{scalar_type_name(self.dtype)}Storage"
+        target = getattr(dtype, "_legacy_dtype", None)
+        if target is None:
+            raise TypeError(f"invalid storage type: {dtype!r}")
+        return self._to(target)
+
+    def double(self) -> TypedStorage:
+        return self._to(dt.float64)
+
+    def float(self) -> TypedStorage:
+        return self._to(dt.float32)
+
+    def half(self) -> TypedStorage:
+        return self._to(dt.float16)
+
+    def bfloat16(self) -> TypedStorage:
+        return self._to(dt.bfloat16)
+
+    def long(self) -> TypedStorage:
+        return self._to(dt.int64)
+
+    def int(self) -> TypedStorage:
+        return self._to(dt.int32)
+
+    def short(self) -> TypedStorage:
+        return self._to(dt.int16)
+
+    def char(self) -> TypedStorage:
+        return self._to(dt.int8)
+
+    def byte(self) -> TypedStorage:
+        return self._to(dt.uint8)
+
+    def bool(self) -> TypedStorage:
+        return self._to(dt.bool_)
+
+    def cpu(self) -> TypedStorage:
+        return self
+
+    def resize_(self, size: int) -> None:
+        """Grow or shrink to `size` elements, keeping the first ones (the tensors over
+        the old memory keep it)."""
+        old = self._flat()
+        keep = min(size, old.numel())
+        from ember.core.creation import empty
+
+        new = empty(size, dtype=self.dtype, device=self.device)
+        new[:keep] = old[:keep]
+        self._owner = new
+
+    @classmethod
+    def from_buffer(cls, buffer: Any, byte_order: str = "native", count: int = -1,
+                    offset: int = 0, *, dtype: Any = None) -> TypedStorage:
+        """A storage of a copy of `buffer`'s bytes read as `dtype`'s elements."""
+        import numpy as np
+
+        from ember.core.creation import tensor
+
+        d = cls._legacy_dtype or dtype or dt.get_default_dtype()
+        order = {"native": "=", "little": "<", "big": ">"}[byte_order]
+        arr = np.frombuffer(buffer, dtype=np.dtype(d.name).newbyteorder(order), count=count,
+                            offset=offset)
+        return TypedStorage._of(tensor(arr.astype(np.dtype(d.name)), dtype=d))
 
     @property
     def dtype(self) -> dt.dtype:
@@ -72,6 +217,7 @@ class TypedStorage:
         return self if isinstance(self, UntypedStorage) else UntypedStorage(self._owner)
 
     def __getitem__(self, i: Any) -> Any:
+        self._check_index(i)
         out = self._flat()[i]
         return out.item() if out.ndim == 0 else out.tolist()
 
@@ -86,7 +232,7 @@ class TypedStorage:
 
     def __repr__(self) -> str:
         values = "\n".join(f" {v}" for v in self.tolist())
-        return (f"{values}\n[ember.storage.{type(self).__name__}(dtype={self.dtype}, "
+        return (f"{values}\n[{dt.API_NAME}.storage.{type(self).__name__}(dtype={self.dtype}, "
                 f"device={self.device}) of size {self.size()}]")
 
 
@@ -94,6 +240,10 @@ class TypedStorage:
 class UntypedStorage(TypedStorage):
     """The same memory counted in bytes: `size()` and `nbytes()` are byte counts, its
     elements (`tolist()`, indexing, its printed form) the bytes."""
+
+    def __init__(self, *args: Any, device: Any = None) -> None:
+        """`UntypedStorage()` or `UntypedStorage(nbytes)` (uninitialised bytes)."""
+        super().__init__(*args, dtype=dt.uint8, device=device)
 
     def _flat(self) -> Any:
         from ember.core.ops.shape import view_dtype  # (ops import this module's users)
@@ -134,7 +284,7 @@ class UntypedStorage(TypedStorage):
 
     def __repr__(self) -> str:
         values = "\n".join(f" {v}" for v in self.tolist())
-        return (f"{values}\n[ember.storage.UntypedStorage(device={self.device}) of size "
+        return (f"{values}\n[{dt.API_NAME}.storage.UntypedStorage(device={self.device}) of size "
                 f"{self.size()}]")
 
 
@@ -189,5 +339,6 @@ def storage_type(d: dt.dtype) -> type:
     """PyTorch's legacy storage class of a dtype (`FloatStorage` ...): a TypedStorage."""
     name = scalar_type_name(d) + "Storage"
     if name not in _TYPED:
-        _TYPED[name] = _LegacyStorageType(name, (TypedStorage,), {"__module__": "ember"})
+        _TYPED[name] = _LegacyStorageType(name, (TypedStorage,), {"__module__": "ember",
+                                                                  "_legacy_dtype": d})
     return _TYPED[name]

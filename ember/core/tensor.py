@@ -20,7 +20,7 @@ from ember.core import dtype as dt
 from ember.core import engine, grad_mode, torch_function, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
-from ember.core.errors import type_name, warn_once, with_context
+from ember.core.errors import legacy_new_keywords, type_name, warn_once, with_context
 from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
 from ember.core.graph import Node, refresh_view, relabel, shown_as
@@ -117,15 +117,17 @@ class Tensor:
             check_dtype("tensor", backend, d, dev)
         return cls._make(backend.from_numpy(arr, dev.index or 0), d, dev, backend)
 
-    def __new__(cls, *args: Any, dtype: Any = None, device: Any = None,
-                requires_grad: bool = False) -> Tensor:
+    def __new__(cls, *args: Any, device: Any = None, **kwargs: Any) -> Tensor:
         """`torch.Tensor(...)`, the legacy constructor of the default dtype (float32):
         `Tensor(2, 3)` or `Tensor(size)` is uninitialised, `Tensor(data)` a copy of lists or
         an array converted to that dtype (as PyTorch: `Tensor(float64_array)` is float32),
         `Tensor(t)` the tensor `t` itself (PyTorch: an alias of it, of its dtype)."""
-        if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None:
+        if kwargs:  # PyTorch's legacy constructor takes no dtype nor requires_grad
+            raise legacy_new_keywords(args, {"device": device, **kwargs}
+                                      if device is not None else kwargs)
+        if len(args) == 1 and isinstance(args[0], Tensor):
             return args[0]  # PyTorch returns an alias of any tensor, keeping its dtype
-        d = dtype_arg(dtype, "Tensor") or dt.get_default_dtype()
+        d = dt.get_default_dtype()
         # sizes: ints, or (from the second on) one-element integer tensors, as PyTorch's
         # `Tensor(2, lengths[0])`
         if args and all(isinstance(a, int) and not isinstance(a, bool) or
@@ -143,7 +145,7 @@ class Tensor:
             if args and isinstance(args[0], str):
                 raise TypeError("new(): invalid data type 'str'")
             t = cls._from_data(args[0] if args else [], d, device)
-        return factory_requires_grad(t) if requires_grad else t
+        return t
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -306,6 +308,8 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
         self._data, self._dtype = value._data, value._dtype
         self._device, self._backend = value._device, value._backend
 
@@ -415,14 +419,14 @@ class Tensor:
         """The memory this tensor shares with its views, counted in bytes."""
         from ember.core.storage import UntypedStorage
 
-        return UntypedStorage(self._storage_owner())
+        return UntypedStorage._of(self._storage_owner())
 
     def storage(self) -> Any:
         """The memory this tensor shares with its views, as a typed 1-D array."""
         from ember.core.storage import TypedStorage, warn_typed_storage_removal
 
         warn_typed_storage_removal(stacklevel=2)
-        return TypedStorage(self._storage_owner())
+        return TypedStorage._of(self._storage_owner())
 
     def storage_type(self) -> type:
         """The class of `storage()` (`ember.FloatStorage` for float32 ...)."""
@@ -577,14 +581,12 @@ class Tensor:
         """Gives this tensor the shape `sizes` in place: its first elements are kept (in
         row-major order), any new ones are uninitialized."""
         from ember.core.ops.shape import sizes_arg
-        from ember.core.shapes import fmt_shape
 
         shape = sizes_arg(sizes)
         if self._requires_grad:
             raise RuntimeError("cannot resize variables that require grad")
-        if any(s < 0 for s in shape):
-            raise RuntimeError(f"Trying to create tensor with negative dimension "
-                               f"{min(shape)}: {fmt_shape(shape)}")
+        if any(s < 0 for s in shape):  # (PyTorch's words: its size product overflows)
+            raise RuntimeError("numel: integer multiplication overflow")
         if shape == tuple(self.shape):
             return self
         if self._base is not None:
@@ -641,6 +643,21 @@ class Tensor:
         if self._requires_grad and self._node is None:
             raise RuntimeError("set_: a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
+        if source is not None and not isinstance(source, Tensor) and \
+                hasattr(source, "_owner"):  # a storage: a tensor over all of it
+            from ember.core.storage import UntypedStorage, cpp_type_name, scalar_type_name
+
+            flat = source._owner.detach().reshape(-1)
+            if isinstance(source, UntypedStorage):
+                flat = flat.view(self._dtype)
+            elif source.dtype is not self._dtype:
+                raise RuntimeError(f"Expected a Storage of type {cpp_type_name(self._dtype)} "
+                                   "or an UntypedStorage, but got type "
+                                   f"{scalar_type_name(source.dtype)} for argument 1 "
+                                   "'storage'")
+            source = flat if size is not None or storage_offset else flat.view(-1)
+            if size is None and storage_offset:
+                size = (flat.numel() - storage_offset,)
         if source is None:
             self._data = self._backend.empty((0,), self._dtype, self._device.index or 0)
         elif isinstance(source, Tensor):
@@ -895,6 +912,8 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep `.grad` for this non-leaf tensor after backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._node is None:
             return
         node = self._node

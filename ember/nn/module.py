@@ -947,7 +947,7 @@ class Module:
 
     def type(self, dst_type: Any) -> Module:
         r"""Cast all parameters and buffers to ``dst_type``."""
-        return self._apply(lambda t: t.to(dst_type))
+        return self._apply(lambda t: t.type(dst_type))
 
     def float(self) -> Module:
         r"""Cast floating-point parameters and buffers to ``float32``."""

@@ -1643,9 +1643,10 @@ def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor
                      (f"cuda:{device}" if isinstance(device, int) else device), non_blocking)
 
 
-def _type(self: Tensor, dtype: Any = None) -> Any:
+def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
     """With no argument, the tensor's type name (`ember.FloatTensor`); else this tensor as
-    `dtype` (an ember dtype, or a type name such as `"ember.DoubleTensor"`)."""
+    `dtype` (an ember dtype, or a type name such as `"ember.DoubleTensor"`); `non_blocking`
+    is accepted as PyTorch's (a host copy here is synchronous anyway)."""
     if dtype is None:  # PyTorch's names: "torch.FloatTensor", "torch.cuda.FloatTensor"
         kind = "" if self.device.type == "cpu" else f"{self.device.type}."
         return f"{dt.API_NAME}.{kind}{_TYPE_NAMES[self.dtype.name]}"
