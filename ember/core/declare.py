@@ -167,7 +167,8 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
                 raise missing from None
             if method:  # PyTorch's parser counts a method's arguments without `self`
                 extra = _PYTHON_TOO_MANY.match(str(err)) if type(err) is TypeError else None
-                if extra is not None and extra.group(1) == name:
+                if extra is not None and extra.group(1) == name and \
+                        _raised_at_call(err):  # (Python's, not the op's own message)
                     took, given = int(extra.group(2)) - 1, int(extra.group(3)) - 1
                     raise TypeError(f"{name}() takes {took} positional argument"
                                     f"{'' if took == 1 else 's'} but {given} were given"
@@ -273,6 +274,13 @@ _PYTHON_LEVEL = frozenset(
 _PYTHON_TOO_MANY = re.compile(r"(\w+)\(\) takes (\d+) positional arguments? but (\d+) were "
                               r"given$")
 _PYTHON_MISSING = re.compile(r"\w+\(\) missing (\d+) required positional arguments?: (.*)$")
+
+
+def _raised_at_call(err: BaseException) -> bool:
+    """Whether `err` was raised by the call into the op itself (Python binding its
+    arguments) rather than inside it: its traceback ends in the frame that called."""
+    tb = err.__traceback__
+    return tb is not None and tb.tb_next is None
 
 
 def _missing_arguments(name: str, fn: Callable | None, err: Exception, args: tuple,

@@ -212,10 +212,6 @@ class TypedStorage:
     def tolist(self) -> list:
         return self._flat().tolist()
 
-    def untyped(self) -> UntypedStorage:
-        """The same memory as an :class:`UntypedStorage` (bytes)."""
-        return self if isinstance(self, UntypedStorage) else UntypedStorage(self._owner)
-
     def __getitem__(self, i: Any) -> Any:
         self._check_index(i)
         out = self._flat()[i]
@@ -260,7 +256,7 @@ class UntypedStorage(TypedStorage):
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):  # a byte range: a storage over the same memory
-            return UntypedStorage(self._flat()[i])
+            return UntypedStorage._of(self._flat()[i])
         return super().__getitem__(i)
 
     @classmethod
@@ -277,10 +273,10 @@ class UntypedStorage(TypedStorage):
 
         size = nbytes or os.path.getsize(filename)
         if size == 0:
-            return cls(from_numpy(np.empty(0, np.uint8)))
+            return cls._of(from_numpy(np.empty(0, np.uint8)))
         data = np.memmap(filename, dtype=np.uint8, mode="r+" if shared else "c",
                          shape=(size,))
-        return cls(from_numpy(data))
+        return cls._of(from_numpy(data))
 
     def __repr__(self) -> str:
         values = "\n".join(f" {v}" for v in self.tolist())
