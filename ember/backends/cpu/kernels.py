@@ -31,6 +31,7 @@ import numpy as np
 
 from ember.backends.cpu import blas, cascade_sum, compiled, half_vector_lanes, hide_ieee_warnings
 from ember.backends.xp import Hooks, make_kernels
+from ember.backends.xp.fused import softmax_kernels
 from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
 from ember.backends.xp.opmath import half_by_number
 from ember.backends.xp.reductions import variance_kernel
@@ -239,6 +240,11 @@ KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": ra
                 "pytorch_normal_fill16": compiled.normal_fill16,
                 "pytorch_randperm_shuffle": compiled.randperm_shuffle})
 
+
+# (softmax as its decomposition computes it: the CPU's own `exp` and `sum`, PyTorch's order;
+# looked up at each call, as the compiled exp takes the table's entry once numba loads)
+KERNELS.update(softmax_kernels(np, _quiet(), lambda a: KERNELS["exp"](a),
+                               lambda a, dims, keepdim: KERNELS["sum"](a, dims, keepdim)))
 
 # (var and std add in PyTorch's order too; a 0-d result stays 0-d: ascontiguousarray's is 1-d)
 KERNELS["variance"] = variance_kernel(

@@ -7,8 +7,9 @@ rows, not arithmetic. The shared kernels make 17 calls forward (several through 
 Python wrappers: `max`, `sum`, `all`) and 7 backward; these make ~11 and 3, and none
 reduces along a short row (2-core AMD EPYC, alternating in one process: (4, 8) logits
 11.6 -> 9.7 us forward, 6.9 -> 4.5 us backward; (128, 10) 22 -> 13.5 and 8.2 -> 5.5).
-The arithmetic is the shared kernels': the loss is `log(sum(exp(x - max))) - (x[t] -
-max)` per row, summed in float64; the gradient `(softmax - onehot(t)) * scale`.
+The loss is its decomposition's to the bit, `nll_loss(log_softmax(x))`: `log(sum(exp(x -
+max))) - (x[t] - max)` per row with the CPU's exp, sum and log kernels, added in PyTorch's
+order; the gradient `(softmax - onehot(t)) * scale`.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def kernels(shared: dict[str, Any]) -> dict[str, Any]:
         reads."""
         if not logits.shape[0] or not _all_valid(target, ignore_index, logits.shape[1]):
             return shared_forward(logits, target, ignore_index, reduction)
-        return _forward(logits, target, reduction)
+        return _forward(logits, target, reduction, shared)
 
     def cross_entropy_backward(probs: np.ndarray, target: np.ndarray, g: np.ndarray,
                                ignore_index: int = -100, reduction: str = "mean") -> np.ndarray:
@@ -98,20 +99,23 @@ def nll_loss(logp: np.ndarray, safe: np.ndarray, valid: np.ndarray, weight: Any 
     return loss, w, total
 
 
-def _forward(logits: np.ndarray, target: np.ndarray, reduction: str
+def _forward(logits: np.ndarray, target: np.ndarray, reduction: str, table: dict[str, Any]
              ) -> tuple[np.ndarray, np.ndarray]:
+    """The loss as its decomposition, `nll_loss(log_softmax(x))`, computes it, to the
+    bit: the CPU's own `exp`, `sum` (PyTorch's order of adds) and `log` kernels, looked up
+    in `table` at the call (the compiled ones replace NumPy's once numba loads), and the
+    losses added as nll_loss adds them."""
     n = logits.shape[0]
     shifted = np.subtract(logits, _row_max(logits)[:, None])
-    probs = np.exp(shifted)
-    total = _row_sum(probs)
+    probs = table["exp"](shifted)
+    total = table["sum"](probs, (1,), False)
+    losses = np.subtract(table["log"](total), shifted[_rows(n), target])
     np.divide(probs, total[:, None], out=probs)
-    losses = np.log(total)
-    losses -= shifted[_rows(n), target]
     if reduction == "none":
         return losses.astype(logits.dtype, copy=False), probs
-    loss = np.add.reduce(losses, dtype=np.float64)
+    loss = cascade_sum.sum_all(losses)
     if reduction == "mean":
-        loss = loss / n
+        loss = np.true_divide(loss, losses.dtype.type(n))
     return np.asarray(loss, dtype=logits.dtype), probs
 
 
@@ -125,15 +129,6 @@ def _row_max(x: np.ndarray) -> np.ndarray:
     if x.shape[1] < _NARROW and x.shape[0] > 16:
         return np.maximum.reduce(np.ascontiguousarray(x.T), axis=0)
     return np.maximum.reduce(x, axis=1)
-
-
-def _row_sum(x: np.ndarray) -> np.ndarray:
-    """The sum of each row of (N, C) `x`: a BLAS matrix-vector product against ones for
-    float32/float64 ((128, 10): 1.1 us against NumPy's 4 us), else NumPy's reduction."""
-    if x.dtype not in (np.float32, np.float64):
-        return np.add.reduce(x, axis=1)
-    width, dtype = x.shape[1], x.dtype
-    return np.matmul(x, _constant(("ones", width, dtype), lambda: np.ones(width, dtype)))
 
 
 def _backward(probs: np.ndarray, target: np.ndarray, g: np.ndarray, reduction: str

@@ -7,6 +7,7 @@ reductions.py."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ember.backends.xp.lib import ArrayLib, Kernel, in_float32
 
@@ -79,24 +80,29 @@ def _backward_formulas(lib: ArrayLib) -> dict[str, Kernel]:
 
 
 def _softmax(lib: ArrayLib) -> dict[str, Kernel]:
+    return softmax_kernels(lib.xp, lib.quiet, lib.xp.exp,
+                           lambda a, dims, keepdim: a.sum(axis=dims, keepdims=keepdim))
+
+
+def softmax_kernels(xp: Any, quiet: Any, exp: Kernel, total: Kernel) -> dict[str, Kernel]:
     """softmax and log_softmax along `dim` as the composites' decomposition computes them
     (the maximum subtracted first; a NaN or an infinity gives what it gives there), in
     three passes over one buffer instead of five ops' dispatches (an 8x8 softmax: ~70 ->
-    ~15 us)."""
-    xp, quiet = lib.xp, lib.quiet
+    ~15 us). `exp` and `total(a, dims, keepdim)` are the backend's `exp` and `sum` kernels,
+    so the result is the decomposition's to the bit (the CPU's exp and its adds in
+    PyTorch's order). `quiet()` is the backend's floating-point-warnings silencer."""
 
     def softmax(x, dim):
         with quiet():  # (inf - inf in a row of infinities: NaN, silently, as PyTorch)
-            out = xp.subtract(x, x.max(axis=dim, keepdims=True))
-            xp.exp(out, out=out)
-            out /= out.sum(axis=dim, keepdims=True)
+            out = exp(xp.subtract(x, x.max(axis=dim, keepdims=True)))
+            out /= total(out, (dim,), True)
         return out
 
     def log_softmax(x, dim):
         with quiet():
             out = xp.subtract(x, x.max(axis=dim, keepdims=True))
-            total = xp.exp(out).sum(axis=dim, keepdims=True)
-            out -= xp.log(total, out=total)
+            sums = total(exp(out), (dim,), True)
+            out -= xp.log(sums, out=sums)
         return out
 
     return {"softmax": softmax, "log_softmax": log_softmax}
