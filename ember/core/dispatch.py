@@ -423,15 +423,23 @@ def check_out(op: str, out: Tensor, shape: Any, dtype: Any) -> None:
     check_castable(op, dtype, out._dtype)
 
 
-def write_into(dst: Tensor, src: Tensor) -> Tensor:
-    """Copy `src` (same shape; castable dtype) into `dst`'s storage and bump its version."""
+def write_into(dst: Tensor, src: Tensor, overlapping: bool = False) -> Tensor:
+    """Copy `src` (same shape; castable dtype) into `dst`'s storage and bump its version;
+    `overlapping` lets it into elements that share memory (a fill, as PyTorch allows)."""
     check_writable(dst)
     if src._dtype is not dst._dtype:
         src = cast(src, dst._dtype)
     assign = dst._backend.kernels["assign"]
-    assign(dst._data, src._data)
+    attrs: dict = {}
+    try:
+        assign(dst._data, src._data)
+    except RuntimeError as err:  # shared elements: a fill may go on (a backend that can
+        if not overlapping or "more than one element" not in str(err):  # says so by the
+            raise  # keyword; the contract's `assign(dst, src)` needs nothing more)
+        attrs = {"overlapping": True}
+        assign(dst._data, src._data, **attrs)
     if tracing.tape is not None:
-        tracing.tape.call("assign", assign, (dst, src), {}, None)
+        tracing.tape.call("assign", assign, (dst, src), attrs, None)
     dst._vc[0] += 1
     if tracing.active is not None:
         tracing.primitive("assign", (dst, src), {}, dst)

@@ -109,7 +109,7 @@ def write(x: Tensor, result: Tensor, op: str) -> None:
     check_out(op, x, result._data.shape, result._dtype)
     if result._device is not x._device:
         raise device_mismatch(op, x, result)
-    write_into(x, result)
+    write_into(x, result, overlapping=op in _UNCHECKED_WRITES)
 
 
 def recording(*tensors: Any) -> bool:

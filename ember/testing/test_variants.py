@@ -271,6 +271,9 @@ _OUT_ARGS.update({
     "nansum": ("float", lambda lib, x, y: ((x, 1), {})),
     "nanmean": ("float", lambda lib, x, y: ((x,), {})),
     "renorm": ("float", lambda lib, x, y: ((x, 1, 1, 0.7), {})),
+    # (boundaries sorted along the last dim: each row's values looked up in its own row)
+    "searchsorted": ("float", lambda lib, x, y: ((x.sort(-1).values, y), {})),
+    "bucketize": ("float", lambda lib, x, y: ((y, x[0].sort().values), {"right": True})),
 })
 # -- end of the REDUCE family's rows --
 _OUT_ARGS.update({  # complex numbers: `complex` and `polar` make complex results

@@ -105,6 +105,25 @@ def _read_only(buffer: np.ndarray) -> bool:
     return not buffer.flags.writeable
 
 
+def _writable(buffer: np.ndarray) -> np.ndarray:
+    """A writable view of a read-only view's memory (NumPy's broadcast views are read-only):
+    an array over the (writable, contiguous) array owning that memory, at the view's
+    offset, with its strides."""
+    owner = buffer  # the array owning the memory (a view's extent may pass its own base's)
+    while True:
+        base = owner.base
+        while base is not None and not isinstance(base, np.ndarray):
+            base = getattr(base, "base", None)  # (as_strided's views hold a stand-in)
+        if base is None:
+            break
+        owner = base
+    if not owner.flags.writeable or not owner.flags.c_contiguous:
+        raise RuntimeError(OVERLAP)
+    offset = buffer.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    return np.ndarray(buffer.shape, buffer.dtype, buffer=owner, offset=offset,
+                      strides=buffer.strides)
+
+
 _RELU_ROW = 1024
 
 
@@ -219,6 +238,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     elementwise_kernel=_elementwise_kernel,
     elementwise={"relu": _relu},
     read_only=_read_only,
+    writable=_writable,
     quiet=_quiet(),
     matmul=_matmul,
     half_vector_lanes=half_vector_lanes,
@@ -329,7 +349,8 @@ def _sigmoid_as_torch(sigmoid, exp):
             # PyTorch's reduced-float kernel: the float32 form on the widened input (exp
             # rounded once), then rounded to the input's dtype
             with np.errstate(over="ignore"):
-                e = np.exp(np.negative(x, dtype=np.float64)).astype(_F32)
+                # (asarray: a 0-d input's exp is a NumPy scalar, not an array)
+                e = np.asarray(np.exp(np.negative(x, dtype=np.float64)), dtype=_F32)
             y = np.reciprocal(np.add(e, np.float32(1), out=e), out=e).astype(x.dtype)
             if out is None:
                 return y

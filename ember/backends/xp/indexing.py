@@ -10,7 +10,7 @@ from ember.core.backend import logical_to_physical_perm
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
-    xp, read_only = lib.xp, lib.read_only
+    xp, read_only, writable = lib.xp, lib.read_only, lib.writable
     exact_at = lib.hooks.exact_ufunc_at or (lambda ufunc, dtype: True)
 
     def reduce_at(ufunc, out, key, values):
@@ -70,9 +70,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 raise RuntimeError(OVERLAP) from None
             raise RuntimeError(f"setitem: {err}") from None
 
-    def assign(dst, src):
+    def assign(dst, src, overlapping=False):
+        # (`overlapping`: a fill, which PyTorch writes into shared elements too)
         if read_only(dst):
-            raise RuntimeError(OVERLAP)
+            if not overlapping:
+                raise RuntimeError(OVERLAP)
+            dst = writable(dst)
         xp.copyto(dst, src)
 
     def gather(x, index, dim):

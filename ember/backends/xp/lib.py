@@ -159,6 +159,11 @@ class Hooks:
     """Whether a buffer must not be written because its elements share memory (NumPy marks
     broadcast views read-only); writes into it then raise `OVERLAP`. Default: never."""
 
+    writable: Callable[[Any], Any] | None = None
+    """A writable view of the same memory as a `read_only` buffer, for the writes PyTorch
+    lets into shared elements (a fill: every alias gets the same value). Default: the
+    buffer itself."""
+
     exact_ufunc_at: Callable[[Any, Any], bool] | None = None
     """Whether `ufunc.at(out, key, values)` reduces exactly in `out`'s dtype, given the
     ufunc and the dtype (scatter_reduce's prod/amax/amin). Where not, the kernels reduce in
@@ -245,6 +250,7 @@ class ArrayLib:
         # every matrix product of the kernels (matmul, linear, conv and their backwards)
         self.matmul: Callable[[Any, Any], Any] = hooks.matmul or xp.matmul
         self.read_only: Callable[[Any], bool] = hooks.read_only or (lambda buffer: False)
+        self.writable: Callable[[Any], Any] = hooks.writable or (lambda buffer: buffer)
         self.transpose = _transposer(xp, hooks.transpose)
         self.as_array = _array_maker(xp)
         self.quiet = _quiet(xp, hooks.quiet)
