@@ -294,6 +294,14 @@ def dense_strides(shape: tuple, strides: tuple) -> bool:
     return True
 
 
+OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
+           "to a single memory location. Please clone() the tensor before performing the "
+           "operation.")
+"""PyTorch's error for a write into a tensor whose elements share memory (an expanded
+view), in its words: what a backend's write kernels raise (core's overlap checks raise it
+too, and a fill, which PyTorch writes into shared elements, is retried on seeing it)."""
+
+
 class ViewNotPossible(RuntimeError):
     """Raised by a `reshape` kernel called with copy=False when the buffer's strides do not
     allow a view; core then copies (`reshape`) or raises (`view`)."""

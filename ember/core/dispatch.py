@@ -22,7 +22,7 @@ from typing import Any
 
 from ember.core import dtype as _dt
 from ember.core import float8, plugins, tracing, unsigned
-from ember.core.backend import Backend
+from ember.core.backend import OVERLAP, Backend
 from ember.core.device import device as Device
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import check_writable
@@ -434,8 +434,8 @@ def write_into(dst: Tensor, src: Tensor, overlapping: bool = False) -> Tensor:
     try:
         assign(dst._data, src._data)
     except RuntimeError as err:  # shared elements: a fill may go on (a backend that can
-        if not overlapping or "more than one element" not in str(err):  # says so by the
-            raise  # keyword; the contract's `assign(dst, src)` needs nothing more)
+        if not overlapping or str(err) != OVERLAP:  # says so by the keyword; the
+            raise  # contract's `assign(dst, src)` needs nothing more)
         attrs = {"overlapping": True}
         assign(dst._data, src._data, **attrs)
     if tracing.tape is not None:

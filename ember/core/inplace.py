@@ -16,6 +16,7 @@ from typing import Any
 
 from ember.core import forward_ad as fw
 from ember.core import graph
+from ember.core.backend import OVERLAP
 from ember.core.dispatch import check_out, device_mismatch, write_into
 from ember.core.errors import with_context
 from ember.core.grad_mode import check_writable, no_grad, state
@@ -54,9 +55,6 @@ def multi_output_views(views: tuple) -> tuple:
     return views
 
 
-INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor "
-                    "refers to a single memory location. Please clone() the tensor before "
-                    "performing the operation.")
 PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the "
                    "written-to tensor refer to a single memory location. Please clone() the "
                    "tensor before performing the operation.")
@@ -86,7 +84,7 @@ def check_overlap(op: str, x: Tensor, others: tuple) -> None:
     shape = x._data.shape
     raw = x._backend.strides(x._data)
     if 0 in raw and any(n > 1 and st == 0 for n, st in zip(shape, raw)):
-        raise RuntimeError(INTERNAL_OVERLAP)
+        raise RuntimeError(OVERLAP)
     for o in others:
         if isinstance(o, Tensor) and o is not x and o._vc is x._vc and o.numel() and \
                 x.numel() and _partial_overlap(x, o):

@@ -24,14 +24,10 @@ from ember.backends.opencl.buffer import (
     is_contiguous,
     reshape_strides,
 )
-from ember.core.backend import ALL_DTYPES, IntegerDivisionByZero, ViewNotPossible
+from ember.core.backend import ALL_DTYPES, OVERLAP, IntegerDivisionByZero, ViewNotPossible
 
 DTYPES = {d.name: d for d in ALL_DTYPES}
 BOOL, INT64 = DTYPES["bool"], DTYPES["int64"]
-
-_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
-            "to a single memory location. Please clone() the tensor before performing the "
-            "operation.")
 
 _PACK_CACHE: dict[int, struct.Struct] = {}
 
@@ -782,7 +778,7 @@ def _basic_view(x: CLBuffer, index: tuple) -> CLBuffer:
 
 def _check_writable(x: CLBuffer) -> None:
     if any(st == 0 and s > 1 for s, st in zip(x.shape, x.strides)):
-        raise RuntimeError(_OVERLAP)
+        raise RuntimeError(OVERLAP)
 
 
 # -- indexing -------------------------------------------------------------------------------

@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ember.core.backend import (
+from ember.core.backend import (  # noqa: F401 - OVERLAP: the kernels' error, re-exported
     EVERY_DTYPE,
     FLOAT8_DTYPES,
     LIMITED_DTYPES,
+    OVERLAP,
     bfloat16,
     dense_strides,
     float16,
@@ -29,11 +30,6 @@ from ember.core.backend import (
 
 Kernel = Callable[..., Any]
 
-OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
-           "to a single memory location. Please clone() the tensor before performing the "
-           "operation.")
-"""PyTorch's error for a write into a tensor whose elements share memory (an expanded
-view): raised where `Hooks.read_only` says a buffer must not be written."""
 
 
 def in_float32(xp: Any, f: Kernel, *arrays: Any, out: Any = None) -> Any:
