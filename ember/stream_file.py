@@ -16,7 +16,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ember.torch_zip import ZipWriter, archive_name
+from ember.torch_zip import FILE_FORMAT_VERSION, ZipWriter, archive_name
+
+_DATA_DIR_VERSION = 6  # from this format version on, PyTorch files it as `.data/version`
 
 
 def _not_found(name: str) -> RuntimeError:
@@ -107,7 +109,7 @@ class PyTorchFileWriter:
         self._name = archive_name(path)
         self._writer = ZipWriter(self._fh, self._name)
         self._written: set[str] = set()
-        self._min_version = 0
+        self._version = FILE_FORMAT_VERSION
 
     def write_record(self, name: str, data: bytes | Any, size: int) -> None:
         """Writes `size` bytes of `data` (bytes, a buffer or a tensor's storage) as a
@@ -133,10 +135,16 @@ class PyTorchFileWriter:
         return self._writer.serialization_id()
 
     def set_min_version(self, version: int) -> None:
-        self._min_version = max(self._min_version, int(version))
+        """Raises the file format version the archive records (never below PyTorch's
+        minimum, 3)."""
+        self._version = max(self._version, int(version))
 
     def write_end_of_file(self) -> None:
-        """Writes the closing records and the central directory."""
+        """Writes the version record (as PyTorch names it for the version), the closing
+        records and the central directory."""
+        if self._version > FILE_FORMAT_VERSION:
+            name = ".data/version" if self._version >= _DATA_DIR_VERSION else "version"
+            self._writer.write_record(name, f"{self._version}\n".encode())
         self._writer.close()
         if self._owned:
             self._fh.close()

@@ -184,6 +184,17 @@ def test_file_writer_writes_what_torch_writes(tmp_path: Path) -> None:
     assert files["ember"] == files["torch"]
     reader = torch.PyTorchFileReader(str(tmp_path / "ember" / "arch.pt"))
     assert reader.get_record("extra/blob") == b"0123456789"
+    for version in (2, 4, 6, 7):  # the version record: its value and (from 6) its name
+        written = []
+        for m in (torch, ember):
+            path = tmp_path / f"{m.__name__}{version}" / "v.pt"  # (the name is the archive's)
+            path.parent.mkdir()
+            w = m.PyTorchFileWriter(str(path))
+            w.set_min_version(version)
+            w.write_record("data.pkl", b"x", 1)
+            w.write_end_of_file()
+            written.append(path.read_bytes())
+        assert written[1] == written[0], version
 
 
 # -- small internals ---------------------------------------------------------------------
@@ -356,3 +367,20 @@ def test_cuda_graphs_and_dynamo_markers_behave_as_torch_cpu() -> None:
         assert m._dynamo.assume_constant_result(fn) is fn and fn._dynamo_marked_constant
         assert m._dynamo.forbid_in_graph(fn)._dynamo_forbidden
         assert m._dynamo.graph_break() is None
+
+
+def test_dcp_partial_load_leaves_absent_keys(tmp_path: Path) -> None:
+    import importlib
+    import warnings
+
+    for m in (torch, ember):
+        dcp = importlib.import_module(f"{m.__name__}.distributed.checkpoint")
+        folder = str(tmp_path / m.__name__)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (the single-process warning)
+            dcp.save({"a": m.ones(2), "n": 3}, checkpoint_id=folder)
+            target = {"a": m.zeros(2), "b": m.full((2,), 5.0), "n": 0}
+            dcp.load(target, checkpoint_id=folder,
+                     planner=dcp.DefaultLoadPlanner(allow_partial_load=True))
+        assert target["a"].tolist() == [1.0, 1.0] and target["b"].tolist() == [5.0, 5.0]
+        assert target["n"] == 3

@@ -20,7 +20,7 @@ def flatten(state_dict: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def assign(state_dict: dict[str, Any], loaded: Mapping[str, Any], prefix: str = "") -> None:
     """Loads `loaded` (flattened) into the nested `state_dict`: tensors in place, other
-    values replaced."""
+    values replaced, keys `loaded` lacks left as they are."""
     from ember.autograd import no_grad
     from ember.core.tensor import Tensor
 
@@ -28,6 +28,8 @@ def assign(state_dict: dict[str, Any], loaded: Mapping[str, Any], prefix: str = 
         name = f"{prefix}{key}"
         if isinstance(value, Mapping) and value:
             assign(value, loaded, name + ".")  # type: ignore[arg-type]
+            continue
+        if name not in loaded:
             continue
         new = loaded[name]
         if isinstance(value, Tensor) and isinstance(new, Tensor):

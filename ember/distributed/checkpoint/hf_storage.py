@@ -71,9 +71,11 @@ class HuggingFaceStorageWriter(StorageWriter):
             write_safetensors(os.path.join(self.path, file), group)
             weight_map.update(dict.fromkeys(group, file))
         size = sum(t.numel() * t.element_size() for t in tensors.values())
-        with open(os.path.join(self.path, _INDEX), "w") as fh:
-            json.dump({"metadata": {"total_size": size}, "weight_map": weight_map}, fh,
-                      indent=2)
+        from ember.atomic_write import atomic_write
+
+        index = {"metadata": {"total_size": size}, "weight_map": weight_map}
+        with atomic_write(os.path.join(self.path, _INDEX)) as fh:
+            fh.write(json.dumps(index, indent=2).encode())
 
 
 class HuggingFaceStorageReader(StorageReader):

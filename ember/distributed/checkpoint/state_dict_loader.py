@@ -40,13 +40,6 @@ def load(state_dict: dict[str, Any], *, checkpoint_id: str | os.PathLike | None 
         absent = missing(state_dict, loaded)
         if absent and not getattr(planner, "allow_partial_load", False):
             raise RuntimeError(f"Missing key in checkpoint state_dict: {absent[0]}.")
-        for key in absent:  # (a partial load leaves them)
-            loaded[key] = _lookup(state_dict, key)
-        assign(state_dict, loaded)
+        assign(state_dict, loaded)  # (a partial load leaves the absent keys as they are)
     _on_rank(rank, step)
 
-
-def _lookup(state_dict: dict[str, Any], key: str) -> Any:
-    from ember.distributed.checkpoint._flatten import flatten
-
-    return flatten(state_dict)[key]
